@@ -1,0 +1,843 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/joho/godotenv"
+)
+
+// Storage says where a session's /session directory lives.
+type Storage string
+
+const (
+	// StorageTMPFS keeps /session in RAM inside the container; it is gone
+	// when the container is removed.
+	StorageTMPFS Storage = "TMPFS"
+	// StorageBind mounts SESSIONS_ROOT/<session-id> from the host, which
+	// also receives the debugging files (session.log and friends).
+	StorageBind Storage = "BIND"
+)
+
+func (s Storage) valid() bool { return s == StorageTMPFS || s == StorageBind }
+
+// DatasetAccess says how sessions reach datasets.
+type DatasetAccess string
+
+const (
+	// AccessNone gives sessions no datasets.
+	AccessNone DatasetAccess = "NONE"
+	// AccessLocalRO mounts DATASETS_HOST_RO read-only at /data.
+	AccessLocalRO DatasetAccess = "LOCAL_RO"
+	// AccessAPI stages datasets fetched by a caller-supplied function into
+	// /session/data.
+	AccessAPI DatasetAccess = "API"
+	// AccessHybrid is AccessLocalRO and AccessAPI together.
+	AccessHybrid DatasetAccess = "HYBRID"
+)
+
+// UsesLocal reports whether a mounts the host dataset directory
+// (LOCAL_RO or HYBRID).
+func (a DatasetAccess) UsesLocal() bool { return a == AccessLocalRO || a == AccessHybrid }
+
+// UsesAPI reports whether a stages datasets through the fetch function
+// (API or HYBRID).
+func (a DatasetAccess) UsesAPI() bool { return a == AccessAPI || a == AccessHybrid }
+
+func (a DatasetAccess) valid() bool {
+	return a == AccessNone || a == AccessLocalRO || a == AccessAPI || a == AccessHybrid
+}
+
+// Config holds the operator settings of agentbox. Each field names the
+// environment variable that sets it; example.env documents them all. The zero
+// value is not useful: start from Default, Load or FromLookup.
+//
+// A Config is a plain value, safe to copy. Its String method lists it as
+// environment lines with the token secret redacted, so it can be logged.
+type Config struct {
+	// SessionStorage is where /session lives: StorageTMPFS (RAM, sized by
+	// TmpfsSizeMB) or StorageBind (SessionsRoot/<session-id> on the host).
+	// SESSION_STORAGE, default TMPFS; any letter case is accepted.
+	SessionStorage Storage
+	// DatasetAccess selects the dataset sources.
+	// DATASET_ACCESS, default NONE; any letter case is accepted.
+	DatasetAccess DatasetAccess
+	// SessionsRoot is the host directory holding one directory per session
+	// in BIND mode. SESSIONS_ROOT, default ./sessions; absolute after
+	// loading.
+	SessionsRoot string
+	// BlobstoreDir is the host directory of the content-addressed artifact
+	// store. BLOBSTORE_DIR, default ./blobstore; absolute after loading.
+	BlobstoreDir string
+	// ArtifactsDB is the SQLite file indexing artifacts and executions.
+	// ARTIFACTS_DB, default ./artifacts.db; absolute after loading.
+	ArtifactsDB string
+	// DatasetsHostRO is the host directory mounted read-only at /data.
+	// DATASETS_HOST_RO, default empty; required, and must be an existing
+	// directory, when DatasetAccess is LOCAL_RO or HYBRID. Absolute after
+	// loading.
+	DatasetsHostRO string
+	// SandboxImage is the image every session container runs.
+	// SANDBOX_IMAGE, default agentbox-sandbox:latest.
+	SandboxImage string
+	// TmpfsSizeMB is the size of /session in TMPFS mode, in MiB.
+	// TMPFS_SIZE_MB, default 1024, at least 16.
+	TmpfsSizeMB int
+
+	// MemoryMB is the memory limit of a session container, in MiB.
+	// SANDBOX_MEMORY_MB, default 1024, at least 64.
+	MemoryMB int
+	// CPUs is the CPU limit of a session container, in CPUs (fractions
+	// allowed). SANDBOX_CPUS, default 1, more than 0 and at most 64.
+	CPUs float64
+	// PidsLimit caps the processes and threads of a session container.
+	// SANDBOX_PIDS_LIMIT, default 256, at least 16.
+	PidsLimit int
+	// Network is the Docker network of session containers: none, bridge,
+	// host or a user network name. SANDBOX_NETWORK, default none.
+	Network string
+	// Runtime is the OCI runtime of session containers, such as runsc;
+	// empty means the engine's default. SANDBOX_RUNTIME, default empty.
+	Runtime string
+	// User is the user code runs as: a uid, uid:gid or user name. Root is
+	// refused unless AllowRoot is set. SANDBOX_USER, default 1000:1000.
+	User string
+	// AllowRoot permits User to be root (0, root or 0:gid).
+	// SANDBOX_ALLOW_ROOT, default false.
+	AllowRoot bool
+	// ReadOnlyRoot makes the container's root filesystem read-only, with
+	// writable tmpfs only where needed. SANDBOX_READ_ONLY_ROOT, default
+	// true.
+	ReadOnlyRoot bool
+	// EnvPassthrough names host environment variables copied into every
+	// sandbox. SANDBOX_ENV_PASSTHROUGH, comma-separated, default none.
+	EnvPassthrough []string
+
+	// ExecTimeout bounds one execution; on expiry the code is interrupted.
+	// EXEC_TIMEOUT_S, in whole seconds, default 120, at least 1.
+	ExecTimeout time.Duration
+	// InterruptGrace is how long interrupted code may take to stop before
+	// the kernel is killed and restarted (losing state).
+	// INTERRUPT_GRACE_S, in whole seconds, default 5, at least 1.
+	InterruptGrace time.Duration
+	// IdleTimeout is how long a session may stay unused before its
+	// container is removed; 0 disables eviction. IDLE_TIMEOUT_S, in whole
+	// seconds, default 2700 (45 minutes), at least 0.
+	IdleTimeout time.Duration
+	// PoolSize is the number of warm containers kept ready for new
+	// sessions; 0 turns the pool off. POOL_SIZE, default 0, from 0 to 64.
+	PoolSize int
+	// MaxOutputBytes caps each output stream (stdout, stderr) of one
+	// execution, in bytes. MAX_OUTPUT_BYTES, default 1048576, at least
+	// 1024.
+	MaxOutputBytes int
+
+	// ArtifactServerAddr is the listen address of the artifact download
+	// server, host:port. ARTIFACT_SERVER_ADDR, default :8000.
+	ArtifactServerAddr string
+	// ArtifactPublicURL is the base URL clients use to reach that server;
+	// download links are built on it. ARTIFACT_PUBLIC_URL, default
+	// http://localhost:8000; a trailing slash is trimmed when loading.
+	ArtifactPublicURL string
+	// TokenTTL is how long a download token stays valid.
+	// ARTIFACT_TOKEN_TTL_S, in whole seconds, default 600, from 1 to 86400.
+	TokenTTL time.Duration
+	// TokenSecret signs download tokens; empty means the artifacts package
+	// generates one on first use and keeps it. ARTIFACT_TOKEN_SECRET,
+	// default empty, otherwise at least 32 characters.
+	TokenSecret string
+}
+
+// Default returns every setting at its default. Paths are relative, as
+// written in example.env; FromLookup makes them absolute.
+func Default() Config {
+	return Config{
+		SessionStorage: StorageTMPFS,
+		DatasetAccess:  AccessNone,
+		SessionsRoot:   "./sessions",
+		BlobstoreDir:   "./blobstore",
+		ArtifactsDB:    "./artifacts.db",
+		SandboxImage:   "agentbox-sandbox:latest",
+		TmpfsSizeMB:    1024,
+
+		MemoryMB:     1024,
+		CPUs:         1,
+		PidsLimit:    256,
+		Network:      "none",
+		User:         "1000:1000",
+		ReadOnlyRoot: true,
+
+		ExecTimeout:    120 * time.Second,
+		InterruptGrace: 5 * time.Second,
+		IdleTimeout:    2700 * time.Second,
+		MaxOutputBytes: 1 << 20,
+
+		ArtifactServerAddr: ":8000",
+		ArtifactPublicURL:  "http://localhost:8000",
+		TokenTTL:           600 * time.Second,
+	}
+}
+
+// Load is LoadFile(".env"): the file in the current directory, then the
+// process environment on top.
+func Load() (Config, error) { return LoadFile(".env") }
+
+// LoadFile reads the dotenv file at path, then the process environment, and
+// returns the resulting Config. A variable set in the environment wins over
+// the file, even when set to an empty string (which, as everywhere, means the
+// default). A missing file is not an error, since a .env file is optional; a
+// file that cannot be read or parsed is, reported as a *FileError naming it.
+//
+// The process environment is only read, never changed, so loading has no
+// effect on other code or on child processes.
+func LoadFile(path string) (Config, error) {
+	file, err := godotenv.Read(path)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			return Config{}, fileError(path, err)
+		}
+		file = nil
+	}
+	return FromLookup(func(name string) (string, bool) {
+		if v, ok := os.LookupEnv(name); ok {
+			return v, true
+		}
+		v, ok := file[name]
+		return v, ok
+	})
+}
+
+// FromLookup builds a Config from lookup, which reports a variable's value and
+// whether it is set (os.LookupEnv has that shape; a nil lookup sets nothing).
+// Values are trimmed; an unset or blank variable takes its default. Relative
+// paths become absolute against the current directory. The result is then
+// checked with Validate.
+//
+// Every bad variable is reported, joined with errors.Join, so an operator
+// fixes them all in one go; each is a *VarError matching ErrInvalid.
+func FromLookup(lookup func(string) (string, bool)) (Config, error) {
+	c := Default()
+	specs := specs()
+	given := make(map[string]string) // trimmed values as set, for messages
+	found := make(map[string][]error)
+	if lookup == nil {
+		lookup = func(string) (string, bool) { return "", false }
+	}
+	for _, s := range specs {
+		v, ok := lookup(s.name)
+		v = strings.TrimSpace(v)
+		if !ok || v == "" {
+			continue
+		}
+		given[s.name] = v
+		if !s.set(&c, v) {
+			found[s.name] = append(found[s.name], s.varError(v, s.want))
+		}
+	}
+
+	var errs []error
+	for _, p := range []struct {
+		name string
+		path *string
+	}{
+		{"SESSIONS_ROOT", &c.SessionsRoot},
+		{"BLOBSTORE_DIR", &c.BlobstoreDir},
+		{"ARTIFACTS_DB", &c.ArtifactsDB},
+		{"DATASETS_HOST_RO", &c.DatasetsHostRO},
+	} {
+		if *p.path == "" {
+			continue
+		}
+		abs, err := filepath.Abs(*p.path)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("resolve %s: %w", p.name, err))
+			continue
+		}
+		*p.path = abs
+	}
+
+	for _, e := range c.problems() {
+		if len(found[e.Name]) > 0 {
+			continue // already reported the value as unparsable
+		}
+		// Show what the operator wrote, not our normalised form of it.
+		if v, ok := given[e.Name]; ok {
+			e.Value = v
+			if e.Secret {
+				e.Value = redacted(v)
+			}
+		}
+		found[e.Name] = append(found[e.Name], e)
+	}
+
+	var all []error
+	for _, s := range specs {
+		all = append(all, found[s.name]...)
+	}
+	all = append(all, errs...)
+	if len(all) > 0 {
+		return Config{}, errors.Join(all...)
+	}
+	return c, nil
+}
+
+// Validate reports every setting of c that is out of range or malformed, as
+// *VarError values joined with errors.Join, or nil. It checks the same rules
+// as loading, for a Config built or changed in code. Durations need not be
+// whole seconds here. The only I/O it does is to stat DatasetsHostRO when
+// DatasetAccess uses local datasets.
+func (c Config) Validate() error {
+	var errs []error
+	for _, e := range c.problems() {
+		errs = append(errs, e)
+	}
+	return errors.Join(errs...)
+}
+
+// String lists c as NAME=value lines in the order of Vars, the form a .env
+// file takes. The token secret is redacted.
+func (c Config) String() string {
+	var b strings.Builder
+	for _, s := range specs() {
+		v := s.get(c)
+		if s.secret && v != "" {
+			v = redacted(v)
+		}
+		b.WriteString(s.name + "=" + v + "\n")
+	}
+	return b.String()
+}
+
+// problems checks c against every variable's rule, in the order of Vars.
+func (c Config) problems() []*VarError {
+	var out []*VarError
+	for _, s := range specs() {
+		if s.check == nil {
+			continue
+		}
+		if want := s.check(c); want != "" {
+			out = append(out, s.varError(s.get(c), want))
+		}
+	}
+	return out
+}
+
+// Var describes one environment variable the package reads.
+type Var struct {
+	// Name is the variable, such as "SESSION_STORAGE".
+	Name string
+	// Default is the default value as it would be written in the
+	// environment; empty when the variable is unset by default.
+	Default string
+	// Help says in one line what the variable sets.
+	Help string
+}
+
+// Vars lists every variable the package reads, in the order of example.env.
+func Vars() []Var {
+	specs := specs()
+	vars := make([]Var, len(specs))
+	for i, s := range specs {
+		vars[i] = Var{Name: s.name, Default: s.def, Help: s.help}
+	}
+	return vars
+}
+
+// spec is one variable: its documentation and how it maps onto Config. It is
+// the single list both the loader and the example.env test read, so a
+// variable cannot be added without being documented.
+type spec struct {
+	name, def, help string
+	// want describes a good value, for a value that does not parse.
+	want   string
+	secret bool
+	// set stores a trimmed, non-empty value into c, reporting false when it
+	// does not parse (c is then left unchanged).
+	set func(c *Config, v string) bool
+	// get spells c's field the way the variable would.
+	get func(c Config) string
+	// check returns "" when c's field is acceptable, else what is wanted.
+	check func(c Config) string
+}
+
+func (s spec) varError(value, want string) *VarError {
+	if s.secret {
+		value = redacted(value)
+	}
+	return &VarError{Name: s.name, Value: value, Want: want, Secret: s.secret}
+}
+
+const (
+	wantBool    = "true or false"
+	wantStorage = "TMPFS or BIND"
+	wantAccess  = "NONE, LOCAL_RO, API or HYBRID"
+	wantCPUs    = "a number > 0 and ≤ 64"
+	wantImage   = `an image reference such as "agentbox-sandbox:latest" (lowercase repository, no spaces)`
+	wantNetwork = "none, bridge, host or a network name matching " + namePattern
+	wantRuntime = "an OCI runtime name such as runsc, matching " + namePattern
+	wantUser    = "a uid, uid:gid or user name"
+	wantNonRoot = "a non-root user, or SANDBOX_ALLOW_ROOT=true to run as root"
+	wantEnvList = "comma-separated variable names matching " + envNamePattern
+	wantAddr    = `host:port with a port from 0 to 65535, such as ":8000"`
+	wantURL     = "an absolute http or https URL with a host and no query, fragment or user info"
+	wantSecret  = "at least 32 characters"
+
+	namePattern    = `^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`
+	envNamePattern = `^[A-Za-z_][A-Za-z0-9_]*$`
+
+	// maxSeconds keeps a duration in seconds from overflowing time.Duration.
+	maxSeconds = math.MaxInt64 / int64(time.Second)
+)
+
+var (
+	// imageRE is a simplified Docker reference grammar: an optional registry
+	// (with a dot, a port or "localhost"), lowercase path components, an
+	// optional tag and an optional sha256 digest.
+	imageRE = regexp.MustCompile(`^` +
+		`(?:(?:localhost|[a-zA-Z0-9-]+(?:\.[a-zA-Z0-9-]+)+)(?::[0-9]+)?/|[a-zA-Z0-9-]+:[0-9]+/)?` +
+		`[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*` +
+		`(?::[a-zA-Z0-9_][a-zA-Z0-9_.-]{0,127})?` +
+		`(?:@sha256:[a-f0-9]{64})?$`)
+	nameRE    = regexp.MustCompile(namePattern)
+	envNameRE = regexp.MustCompile(envNamePattern)
+	// userRE accepts what docker run --user does, minus oddities: a uid or
+	// a name, optionally followed by :gid or :group.
+	userRE = regexp.MustCompile(`^([0-9]+|[a-z_][a-z0-9_.-]*)(?::([0-9]+|[a-z_][a-z0-9_.-]*))?$`)
+)
+
+// specs returns the variables in the order of example.env. It builds a fresh
+// list each call so there is no package state to guard.
+func specs() []spec {
+	return []spec{
+		// LangGraph-Sandbox's names, with its meanings.
+		{
+			name: "SESSION_STORAGE", def: "TMPFS", want: wantStorage,
+			help: "where /session lives: TMPFS (RAM) or BIND (SESSIONS_ROOT/<session-id> on the host)",
+			set: func(c *Config, v string) bool {
+				s := Storage(strings.ToUpper(v))
+				if !s.valid() {
+					return false
+				}
+				c.SessionStorage = s
+				return true
+			},
+			get: func(c Config) string { return string(c.SessionStorage) },
+			check: func(c Config) string {
+				if !c.SessionStorage.valid() {
+					return wantStorage
+				}
+				return ""
+			},
+		},
+		{
+			name: "DATASET_ACCESS", def: "NONE", want: wantAccess,
+			help: "dataset sources: NONE, LOCAL_RO (DATASETS_HOST_RO at /data), API (fetched into /session/data) or HYBRID",
+			set: func(c *Config, v string) bool {
+				a := DatasetAccess(strings.ToUpper(v))
+				if !a.valid() {
+					return false
+				}
+				c.DatasetAccess = a
+				return true
+			},
+			get: func(c Config) string { return string(c.DatasetAccess) },
+			check: func(c Config) string {
+				if !c.DatasetAccess.valid() {
+					return wantAccess
+				}
+				return ""
+			},
+		},
+		pathSpec("SESSIONS_ROOT", "./sessions", "host directory of per-session directories in BIND mode",
+			func(c *Config) *string { return &c.SessionsRoot }),
+		pathSpec("BLOBSTORE_DIR", "./blobstore", "host directory of the content-addressed artifact store",
+			func(c *Config) *string { return &c.BlobstoreDir }),
+		pathSpec("ARTIFACTS_DB", "./artifacts.db", "SQLite file indexing artifacts and executions",
+			func(c *Config) *string { return &c.ArtifactsDB }),
+		{
+			name: "DATASETS_HOST_RO", def: "",
+			help: "host directory mounted read-only at /data; required for LOCAL_RO and HYBRID",
+			set:  func(c *Config, v string) bool { c.DatasetsHostRO = v; return true },
+			get:  func(c Config) string { return c.DatasetsHostRO },
+			check: func(c Config) string {
+				if !c.DatasetAccess.UsesLocal() {
+					return ""
+				}
+				if c.DatasetsHostRO == "" {
+					return "a directory, required when DATASET_ACCESS=" + string(c.DatasetAccess)
+				}
+				return checkDir(c.DatasetsHostRO)
+			},
+		},
+		{
+			name: "SANDBOX_IMAGE", def: "agentbox-sandbox:latest",
+			help: "image every session container runs",
+			set:  func(c *Config, v string) bool { c.SandboxImage = v; return true },
+			get:  func(c Config) string { return c.SandboxImage },
+			check: func(c Config) string {
+				if !imageRE.MatchString(c.SandboxImage) {
+					return wantImage
+				}
+				return ""
+			},
+		},
+		intSpec("TMPFS_SIZE_MB", "size of /session in TMPFS mode, in MiB", 1024, 16, math.MaxInt,
+			func(c *Config) *int { return &c.TmpfsSizeMB }),
+
+		// Sandbox limits and security.
+		intSpec("SANDBOX_MEMORY_MB", "memory limit per session container, in MiB", 1024, 64, math.MaxInt,
+			func(c *Config) *int { return &c.MemoryMB }),
+		{
+			name: "SANDBOX_CPUS", def: "1", want: wantCPUs,
+			help: "CPU limit per session container, in CPUs (fractions allowed)",
+			set: func(c *Config, v string) bool {
+				f, err := strconv.ParseFloat(v, 64)
+				if err != nil || !cpusOK(f) {
+					return false
+				}
+				c.CPUs = f
+				return true
+			},
+			get: func(c Config) string { return strconv.FormatFloat(c.CPUs, 'f', -1, 64) },
+			check: func(c Config) string {
+				if !cpusOK(c.CPUs) {
+					return wantCPUs
+				}
+				return ""
+			},
+		},
+		intSpec("SANDBOX_PIDS_LIMIT", "maximum processes and threads per session container", 256, 16, math.MaxInt,
+			func(c *Config) *int { return &c.PidsLimit }),
+		{
+			name: "SANDBOX_NETWORK", def: "none",
+			help: "Docker network of session containers: none, bridge, host or a user network name",
+			set:  func(c *Config, v string) bool { c.Network = v; return true },
+			get:  func(c Config) string { return c.Network },
+			check: func(c Config) string {
+				if !nameRE.MatchString(c.Network) {
+					return wantNetwork
+				}
+				return ""
+			},
+		},
+		{
+			name: "SANDBOX_RUNTIME", def: "",
+			help: "OCI runtime of session containers, such as runsc; empty means the engine's default",
+			set:  func(c *Config, v string) bool { c.Runtime = v; return true },
+			get:  func(c Config) string { return c.Runtime },
+			check: func(c Config) string {
+				if c.Runtime != "" && !nameRE.MatchString(c.Runtime) {
+					return wantRuntime
+				}
+				return ""
+			},
+		},
+		{
+			name: "SANDBOX_USER", def: "1000:1000",
+			help: "user code runs as: uid, uid:gid or user name; root needs SANDBOX_ALLOW_ROOT=true",
+			set:  func(c *Config, v string) bool { c.User = v; return true },
+			get:  func(c Config) string { return c.User },
+			check: func(c Config) string {
+				m := userRE.FindStringSubmatch(c.User)
+				if m == nil {
+					return wantUser
+				}
+				if isRoot(m[1]) && !c.AllowRoot {
+					return wantNonRoot
+				}
+				return ""
+			},
+		},
+		boolSpec("SANDBOX_ALLOW_ROOT", "allow SANDBOX_USER to be root", false,
+			func(c *Config) *bool { return &c.AllowRoot }),
+		boolSpec("SANDBOX_READ_ONLY_ROOT", "make the container's root filesystem read-only", true,
+			func(c *Config) *bool { return &c.ReadOnlyRoot }),
+		{
+			name: "SANDBOX_ENV_PASSTHROUGH", def: "",
+			help: "comma-separated host environment variables copied into every sandbox",
+			set: func(c *Config, v string) bool {
+				c.EnvPassthrough = splitList(v)
+				return true
+			},
+			get: func(c Config) string { return strings.Join(c.EnvPassthrough, ",") },
+			check: func(c Config) string {
+				for _, n := range c.EnvPassthrough {
+					if !envNameRE.MatchString(n) {
+						return wantEnvList + " (" + strconv.Quote(n) + " does not)"
+					}
+				}
+				return ""
+			},
+		},
+
+		// Timeouts and pool.
+		durationSpec("EXEC_TIMEOUT_S", "longest one execution may run before it is interrupted, in seconds",
+			120, 1, maxSeconds, "", func(c *Config) *time.Duration { return &c.ExecTimeout }),
+		durationSpec("INTERRUPT_GRACE_S", "time interrupted code gets to stop before the kernel is restarted, in seconds",
+			5, 1, maxSeconds, "", func(c *Config) *time.Duration { return &c.InterruptGrace }),
+		durationSpec("IDLE_TIMEOUT_S", "idle time after which a session's container is removed, in seconds; 0 disables",
+			2700, 0, maxSeconds, " (0 disables eviction)", func(c *Config) *time.Duration { return &c.IdleTimeout }),
+		intSpec("POOL_SIZE", "warm containers kept ready for new sessions; 0 turns the pool off", 0, 0, 64,
+			func(c *Config) *int { return &c.PoolSize }),
+		intSpec("MAX_OUTPUT_BYTES", "cap on each output stream of one execution, in bytes", 1<<20, 1024, math.MaxInt,
+			func(c *Config) *int { return &c.MaxOutputBytes }),
+
+		// Artifacts.
+		{
+			name: "ARTIFACT_SERVER_ADDR", def: ":8000",
+			help: "listen address of the artifact download server",
+			set:  func(c *Config, v string) bool { c.ArtifactServerAddr = v; return true },
+			get:  func(c Config) string { return c.ArtifactServerAddr },
+			check: func(c Config) string {
+				_, port, err := net.SplitHostPort(c.ArtifactServerAddr)
+				if err != nil {
+					return wantAddr
+				}
+				if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+					return wantAddr
+				}
+				return ""
+			},
+		},
+		{
+			name: "ARTIFACT_PUBLIC_URL", def: "http://localhost:8000",
+			help: "base URL clients use to reach the artifact server; download links are built on it",
+			set: func(c *Config, v string) bool {
+				c.ArtifactPublicURL = strings.TrimRight(v, "/")
+				return true
+			},
+			get:   func(c Config) string { return c.ArtifactPublicURL },
+			check: func(c Config) string { return checkURL(c.ArtifactPublicURL) },
+		},
+		durationSpec("ARTIFACT_TOKEN_TTL_S", "lifetime of a download token, in seconds",
+			600, 1, 86400, "", func(c *Config) *time.Duration { return &c.TokenTTL }),
+		{
+			name: "ARTIFACT_TOKEN_SECRET", def: "", secret: true,
+			help: "key signing download tokens, at least 32 characters; empty means generated on first use and kept",
+			set:  func(c *Config, v string) bool { c.TokenSecret = v; return true },
+			get:  func(c Config) string { return c.TokenSecret },
+			check: func(c Config) string {
+				if c.TokenSecret != "" && len([]rune(c.TokenSecret)) < 32 {
+					return wantSecret
+				}
+				return ""
+			},
+		},
+	}
+}
+
+// pathSpec is a path that must not be empty. Relative paths are resolved by
+// FromLookup, not here, so Default and Validate need no working directory.
+func pathSpec(name, def, help string, field func(*Config) *string) spec {
+	return spec{
+		name: name, def: def, help: help,
+		set: func(c *Config, v string) bool { *field(c) = v; return true },
+		get: func(c Config) string { return *field(&c) },
+		check: func(c Config) string {
+			if *field(&c) == "" {
+				return "a path"
+			}
+			return ""
+		},
+	}
+}
+
+// intSpec is an integer in [lo, hi]; hi of math.MaxInt means no upper bound.
+func intSpec(name, help string, def, lo, hi int, field func(*Config) *int) spec {
+	want := rangeWant("an integer", int64(lo), int64(hi), math.MaxInt)
+	ok := func(n int) bool { return n >= lo && n <= hi }
+	return spec{
+		name: name, def: strconv.Itoa(def), help: help, want: want,
+		set: func(c *Config, v string) bool {
+			n, err := strconv.Atoi(v)
+			if err != nil || !ok(n) {
+				return false
+			}
+			*field(c) = n
+			return true
+		},
+		get: func(c Config) string { return strconv.Itoa(*field(&c)) },
+		check: func(c Config) string {
+			if !ok(*field(&c)) {
+				return want
+			}
+			return ""
+		},
+	}
+}
+
+// durationSpec is a whole number of seconds in [lo, hi]; hi of maxSeconds
+// means no upper bound. note is appended to the wanted range.
+func durationSpec(name, help string, def, lo, hi int64, note string, field func(*Config) *time.Duration) spec {
+	want := rangeWant("an integer", lo, hi, maxSeconds) + note
+	return spec{
+		name: name, def: strconv.FormatInt(def, 10), help: help, want: want,
+		set: func(c *Config, v string) bool {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < lo || n > hi {
+				return false
+			}
+			*field(c) = time.Duration(n) * time.Second
+			return true
+		},
+		get: func(c Config) string {
+			return strconv.FormatFloat(field(&c).Seconds(), 'f', -1, 64)
+		},
+		check: func(c Config) string {
+			// Code may set sub-second durations (tests do); only the
+			// environment is limited to whole seconds.
+			d := *field(&c)
+			if d < time.Duration(lo)*time.Second || d > time.Duration(hi)*time.Second {
+				return want
+			}
+			return ""
+		},
+	}
+}
+
+// boolSpec is a boolean that accepts the usual spellings.
+func boolSpec(name, help string, def bool, field func(*Config) *bool) spec {
+	return spec{
+		name: name, def: strconv.FormatBool(def), help: help, want: wantBool,
+		set: func(c *Config, v string) bool {
+			b, ok := parseBool(v)
+			if ok {
+				*field(c) = b
+			}
+			return ok
+		},
+		get: func(c Config) string { return strconv.FormatBool(*field(&c)) },
+	}
+}
+
+func rangeWant(what string, lo, hi, unbounded int64) string {
+	if hi == unbounded {
+		return fmt.Sprintf("%s ≥ %d", what, lo)
+	}
+	return fmt.Sprintf("%s from %d to %d", what, lo, hi)
+}
+
+func parseBool(v string) (b, ok bool) {
+	switch strings.ToLower(v) {
+	case "true", "1", "yes", "on":
+		return true, true
+	case "false", "0", "no", "off":
+		return false, true
+	}
+	return false, false
+}
+
+// cpusOK is written so that NaN fails it.
+func cpusOK(f float64) bool { return f > 0 && f <= 64 }
+
+// isRoot reports whether the user part of SANDBOX_USER means uid 0; "000"
+// is root too.
+func isRoot(user string) bool {
+	return user == "root" || strings.Trim(user, "0") == ""
+}
+
+// splitList splits a comma-separated list, trimming items and dropping empty
+// ones so that a trailing comma is harmless.
+func splitList(v string) []string {
+	var out []string
+	for item := range strings.SplitSeq(v, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}
+
+// checkDir returns "" when dir is an existing directory. The message shows
+// the absolute path so a relative value's meaning is plain.
+func checkDir(dir string) string {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		abs = dir
+	}
+	info, err := os.Stat(abs)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "an existing directory (" + abs + " does not exist)"
+	case err != nil:
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return "an existing directory (" + abs + ": " + err.Error() + ")"
+	case !info.IsDir():
+		return "an existing directory (" + abs + " is not a directory)"
+	}
+	return ""
+}
+
+// checkURL returns "" when u is fit to prefix download links.
+func checkURL(u string) string {
+	if strings.ContainsAny(u, "?#") {
+		return wantURL
+	}
+	p, err := url.Parse(u)
+	if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" || p.User != nil {
+		return wantURL
+	}
+	if strings.HasSuffix(u, "/") {
+		return wantURL + ", without a trailing slash"
+	}
+	return ""
+}
+
+// These match godotenv's syntax errors, which quote the rest of the file;
+// fileError keeps only what is safe to print.
+var (
+	unexpectedCharRE = regexp.MustCompile(`(?s)^unexpected character ("(?:[^"\\]|\\.)*") in variable name near (".*")$`)
+	unterminatedRE   = regexp.MustCompile(`(?s)^unterminated quoted value (.*)$`)
+)
+
+// fileError turns an error from godotenv.Read into a *FileError. Syntax
+// errors are rewritten to a line number and a reason, because godotenv's
+// messages quote the file's text from the bad spot onward, secrets included.
+func fileError(path string, err error) *FileError {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return &FileError{Path: path, Err: err}
+	}
+	// godotenv parses the text with CRLF turned into LF; do the same so the
+	// quoted rest of the file can be found again.
+	data, _ := os.ReadFile(path)
+	text := strings.ReplaceAll(string(data), "\r\n", "\n")
+	lineAt := func(i int) int {
+		if i < 0 {
+			return 0
+		}
+		return strings.Count(text[:i], "\n") + 1
+	}
+	msg := err.Error()
+	if m := unexpectedCharRE.FindStringSubmatch(msg); m != nil {
+		line := 0
+		if rest, uerr := strconv.Unquote(m[2]); uerr == nil && rest != "" && strings.HasSuffix(text, rest) {
+			line = lineAt(len(text) - len(rest))
+		}
+		return &FileError{Path: path, Line: line,
+			Err: errors.New("unexpected character " + m[1] + " in a variable name")}
+	}
+	if m := unterminatedRE.FindStringSubmatch(msg); m != nil {
+		// The value runs to the end of the file, so its opening is the last
+		// place its first line appears.
+		line := 0
+		if m[1] != "" {
+			line = lineAt(strings.LastIndex(text, m[1]))
+		}
+		return &FileError{Path: path, Line: line, Err: errors.New("unterminated quoted value")}
+	}
+	return &FileError{Path: path, Err: errors.New("malformed")}
+}

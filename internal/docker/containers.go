@@ -1,0 +1,227 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/pkg/stdcopy"
+)
+
+// Mount is a host folder mounted into a container.
+type Mount struct {
+	Source   string // absolute host path
+	Target   string // path in the container
+	ReadOnly bool
+}
+
+// ContainerSpec describes a container to create. Every security-relevant field
+// is explicit so that callers choose, and nothing is weakened by a default here.
+type ContainerSpec struct {
+	Name            string
+	Image           string
+	Entrypoint      []string // nil: the image's
+	Cmd             []string
+	Env             []string
+	User            string
+	WorkingDir      string
+	Labels          map[string]string
+	NetworkMode     string            // "none", "bridge", ...
+	ReadOnlyRoot    bool              // read-only root filesystem
+	Tmpfs           map[string]string // path -> mount options ("rw,size=64m,uid=1000")
+	Mounts          []Mount
+	MemoryBytes     int64 // 0 = unlimited
+	NoSwap          bool  // memory+swap = memory
+	NanoCPUs        int64 // 1e9 = one core; 0 = unlimited
+	PidsLimit       int64 // 0 = unlimited
+	CapDropAll      bool
+	NoNewPrivileges bool
+	Runtime         string // OCI runtime name; "" = engine default
+}
+
+// CreateContainer creates and starts a container. A container that was created
+// but could not start is removed before the error is returned.
+func (c *Client) CreateContainer(ctx context.Context, spec ContainerSpec) (string, error) {
+	cfg := &container.Config{
+		Image:      spec.Image,
+		Entrypoint: spec.Entrypoint,
+		Cmd:        spec.Cmd,
+		Env:        spec.Env,
+		User:       spec.User,
+		WorkingDir: spec.WorkingDir,
+		Labels:     spec.Labels,
+	}
+	host := &container.HostConfig{
+		NetworkMode:    container.NetworkMode(spec.NetworkMode),
+		ReadonlyRootfs: spec.ReadOnlyRoot,
+		Tmpfs:          spec.Tmpfs,
+		Runtime:        spec.Runtime,
+		Resources: container.Resources{
+			Memory:   spec.MemoryBytes,
+			NanoCPUs: spec.NanoCPUs,
+		},
+	}
+	if spec.NoSwap && spec.MemoryBytes > 0 {
+		host.Resources.MemorySwap = spec.MemoryBytes
+	}
+	if spec.PidsLimit > 0 {
+		limit := spec.PidsLimit
+		host.Resources.PidsLimit = &limit
+	}
+	if spec.CapDropAll {
+		host.CapDrop = []string{"ALL"}
+	}
+	if spec.NoNewPrivileges {
+		host.SecurityOpt = append(host.SecurityOpt, "no-new-privileges:true")
+	}
+	for _, m := range spec.Mounts {
+		host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeBind, Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly})
+	}
+	resp, err := c.api.ContainerCreate(ctx, cfg, host, &network.NetworkingConfig{}, nil, spec.Name)
+	if err != nil {
+		return "", fmt.Errorf("create container from %s: %w", spec.Image, c.classify(err))
+	}
+	if err := c.api.ContainerStart(ctx, resp.ID, container.StartOptions{}); err != nil {
+		rmErr := c.RemoveContainer(context.WithoutCancel(ctx), resp.ID)
+		return "", errors.Join(fmt.Errorf("start container %s: %w", short(resp.ID), c.classify(err)), rmErr)
+	}
+	return resp.ID, nil
+}
+
+// RemoveContainer kills and removes a container with its anonymous volumes.
+// A container that is already gone, or being removed, counts as removed.
+func (c *Client) RemoveContainer(ctx context.Context, id string) error {
+	err := c.api.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	if err == nil || errors.Is(c.classify(err), ErrNotFound) {
+		return nil
+	}
+	if inspect, ierr := c.api.ContainerInspect(ctx, id); ierr != nil && errors.Is(c.classify(ierr), ErrNotFound) {
+		return nil
+	} else if ierr == nil && inspect.State != nil && inspect.State.Status == "removing" {
+		return nil
+	}
+	return fmt.Errorf("remove container %s: %w", short(id), c.classify(err))
+}
+
+// KillContainer sends signal (e.g. "KILL") to the container's PID 1.
+func (c *Client) KillContainer(ctx context.Context, id, signal string) error {
+	if err := c.api.ContainerKill(ctx, id, signal); err != nil {
+		return fmt.Errorf("kill container %s: %w", short(id), c.classify(err))
+	}
+	return nil
+}
+
+// ContainerState is what agentbox needs to know of a container.
+type ContainerState struct {
+	ID        string
+	Name      string
+	Image     string // image ID
+	Labels    map[string]string
+	Running   bool
+	Status    string
+	ExitCode  int
+	OOMKilled bool
+	StartedAt time.Time
+}
+
+// InspectContainer returns the state of a container; ErrNotFound if it is gone.
+func (c *Client) InspectContainer(ctx context.Context, id string) (ContainerState, error) {
+	resp, err := c.api.ContainerInspect(ctx, id)
+	if err != nil {
+		return ContainerState{}, fmt.Errorf("inspect container %s: %w", short(id), c.classify(err))
+	}
+	st := ContainerState{ID: resp.ID, Name: resp.Name, Image: resp.Image}
+	if resp.Config != nil {
+		st.Labels = resp.Config.Labels
+	}
+	if resp.State != nil {
+		st.Running = resp.State.Running
+		st.Status = resp.State.Status
+		st.ExitCode = resp.State.ExitCode
+		st.OOMKilled = resp.State.OOMKilled
+		st.StartedAt, _ = time.Parse(time.RFC3339Nano, resp.State.StartedAt)
+	}
+	return st, nil
+}
+
+// ListContainers returns the containers (running or not) carrying every label
+// in labels ("key=value" or "key").
+func (c *Client) ListContainers(ctx context.Context, labels ...string) ([]ContainerState, error) {
+	f := filters.NewArgs()
+	for _, l := range labels {
+		f.Add("label", l)
+	}
+	list, err := c.api.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+	if err != nil {
+		return nil, fmt.Errorf("list containers: %w", c.classify(err))
+	}
+	out := make([]ContainerState, 0, len(list))
+	for _, s := range list {
+		st := ContainerState{ID: s.ID, Image: s.ImageID, Labels: s.Labels, Running: s.State == "running", Status: s.State}
+		if len(s.Names) > 0 {
+			st.Name = s.Names[0]
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// Logs returns what the container wrote to its stdout and stderr.
+func (c *Client) Logs(ctx context.Context, id string) (stdout, stderr string, err error) {
+	rc, err := c.api.ContainerLogs(ctx, id, container.LogsOptions{ShowStdout: true, ShowStderr: true})
+	if err != nil {
+		return "", "", fmt.Errorf("logs of container %s: %w", short(id), c.classify(err))
+	}
+	defer rc.Close()
+	var out, errb limitedBuffer
+	out.max, errb.max = 1<<20, 1<<20
+	if _, err := stdcopy.StdCopy(&out, &errb, rc); err != nil && !errors.Is(err, io.EOF) {
+		return out.String(), errb.String(), fmt.Errorf("logs of container %s: %w", short(id), err)
+	}
+	return out.String(), errb.String(), nil
+}
+
+// Wait blocks until the container stops and returns its exit code.
+func (c *Client) Wait(ctx context.Context, id string) (int64, error) {
+	okc, errc := c.api.ContainerWait(ctx, id, container.WaitConditionNotRunning)
+	select {
+	case ok := <-okc:
+		if ok.Error != nil {
+			return ok.StatusCode, fmt.Errorf("wait for container %s: %s", short(id), ok.Error.Message)
+		}
+		return ok.StatusCode, nil
+	case err := <-errc:
+		return -1, fmt.Errorf("wait for container %s: %w", short(id), c.classify(err))
+	}
+}
+
+func short(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+// limitedBuffer keeps the first max bytes written to it.
+type limitedBuffer struct {
+	buf []byte
+	max int
+}
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	if room := b.max - len(b.buf); room > 0 {
+		if len(p) < room {
+			room = len(p)
+		}
+		b.buf = append(b.buf, p[:room]...)
+	}
+	return len(p), nil
+}
+
+func (b *limitedBuffer) String() string { return string(b.buf) }

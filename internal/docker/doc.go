@@ -1,0 +1,10 @@
+// Package docker is agentbox's only door to the Docker engine: it wraps the
+// Docker SDK (github.com/docker/docker) behind plain Go types so that no SDK
+// type leaks into the public packages, and so that a second driver never has
+// to touch code outside its own folder.
+//
+// Calls that ask the engine a question take the caller's context; waits and
+// streams (builds, pulls, exec streams) run as long as that context lives.
+// Engine errors are classified by type (not found, connection failed), never by
+// text, into the sentinels in errors.go.
+package docker

@@ -1,0 +1,25 @@
+package docker
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrNotFound means the image or container does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrUnreachable means no Docker engine answered.
+	ErrUnreachable = errors.New("docker engine unreachable")
+)
+
+// UnreachableError says which engine could not be reached and how to fix it.
+type UnreachableError struct {
+	Host string // DOCKER_HOST or the default socket
+	Err  error
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("no Docker engine answers at %s: start it (sudo systemctl start docker, or sudo service docker start, or dockerd &) or point DOCKER_HOST at one", e.Host)
+}
+
+func (e *UnreachableError) Unwrap() []error { return []error{ErrUnreachable, e.Err} }

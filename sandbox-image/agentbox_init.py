@@ -1,0 +1,793 @@
+"""agentbox init: PID 1 of a sandbox container.
+
+It owns everything that must outlive the Python namespace:
+
+* it starts the kernel worker (agentbox_kernel.py) and restarts it when it
+  dies, so a crash of user code never ends the container or /session;
+* it captures the worker's file descriptors 1 and 2 (so print, C extensions
+  and subprocesses are all seen), caps them per execution keeping head and
+  tail, and streams them to the client that asked;
+* it accepts any number of clients on an abstract Unix socket (reached from the
+  host through agentbox_bridge.py), serializes their executions, sends each
+  client only its own replies, and keeps recent results so a client that
+  reconnects after a crash gets the result of an execution by id, or the same
+  result again instead of running the code twice;
+* it turns timeouts and interrupts into SIGINT, and kills and restarts a worker
+  that ignores SIGINT for longer than the grace period, saying that state was
+  lost;
+* it reaps orphaned processes, as any PID 1 must.
+
+The wire protocol (one JSON object per line) is described in kernel/doc.go of
+the Go module; PROTOCOL must equal kernel.ProtocolVersion there.
+Standard library only.
+"""
+
+import codecs
+import collections
+import errno
+import json
+import os
+import selectors
+import signal
+import socket
+import sys
+import time
+import uuid
+
+PROTOCOL = 1
+# "@name" is an abstract Unix socket: nothing on the filesystem that user code
+# could delete, and private to the container's network namespace.
+SOCKET = os.environ.get("AGENTBOX_SOCKET", "@agentbox/kernel")
+if SOCKET.startswith("@"):
+    SOCKET = "\0" + SOCKET[1:]
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKER = os.path.join(HERE, "agentbox_kernel.py")
+MAX_OUTPUT = int(os.environ.get("AGENTBOX_MAX_OUTPUT", str(1 << 20)))
+GRACE = float(os.environ.get("AGENTBOX_INTERRUPT_GRACE", "5"))
+KEEP_RESULTS = int(os.environ.get("AGENTBOX_KEEP_RESULTS", "32"))
+KEEP_BYTES = 64 << 20
+MAX_FRAME = 256 << 20
+MAX_ID = 256
+ORPHAN_OUTPUT = 64 << 10
+CONTROL_FD = 3
+
+
+def log(msg):
+    # The container's own log (docker logs), for whoever debugs the sandbox.
+    try:
+        os.write(2, ("agentbox-init: %s\n" % msg).encode("utf-8", "replace"))
+    except OSError:
+        pass
+
+
+def encode(msg):
+    return json.dumps(msg, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "replace") + b"\n"
+
+
+# -- cgroup: tell an out-of-memory kill from any other SIGKILL ------------------
+
+def oom_kills():
+    for path, key in (("/sys/fs/cgroup/memory.events", "oom_kill"), ("/sys/fs/cgroup/memory/memory.oom_control", "oom_kill")):
+        try:
+            with open(path) as f:
+                for line in f:
+                    parts = line.split()
+                    if len(parts) == 2 and parts[0] == key:
+                        return int(parts[1])
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def describe_exit(status, oom_before, oom_after):
+    if os.WIFSIGNALED(status):
+        sig = os.WTERMSIG(status)
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = "signal %d" % sig
+        if sig == signal.SIGKILL and oom_before is not None and oom_after is not None and oom_after > oom_before:
+            return "killed by the out-of-memory killer (the sandbox's memory limit was reached)", True
+        return "killed by signal %d (%s)" % (sig, name), False
+    return "exited with code %d" % os.WEXITSTATUS(status), False
+
+
+# -- output capture -----------------------------------------------------------
+
+class Capture:
+    """One stream (stdout or stderr) of one execution: streams the head, keeps a
+    ring of the tail, and reports how much was cut between them."""
+
+    def __init__(self, name, limit):
+        self.name = name
+        self.head_limit = limit - limit // 2
+        self.tail_limit = limit // 2
+        self.total = 0
+        self.tail = collections.deque()
+        self.tail_size = 0
+        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+
+    def feed(self, data):
+        """Returns the text to stream now."""
+        out = b""
+        room = self.head_limit - self.total
+        if room > 0:
+            out = data[:room]
+            data = data[room:]
+        self.total += len(out)
+        if data:
+            self.total += len(data)
+            self.tail.append(data)
+            self.tail_size += len(data)
+            while self.tail_size - len(self.tail[0]) >= self.tail_limit:
+                self.tail_size -= len(self.tail.popleft())
+        return self.decoder.decode(out) if out else ""
+
+    def finish(self):
+        """Returns (text to stream at the end, bytes cut)."""
+        tail = b"".join(self.tail)
+        cut = 0
+        if len(tail) > self.tail_limit:
+            cut = self.total - self.head_limit - self.tail_limit
+            tail = tail[len(tail) - self.tail_limit:]
+        text = self.decoder.decode(b"", final=True)
+        if cut:
+            text += "\n[agentbox: %d bytes of %s cut here; the cap is %d bytes]\n" % (cut, self.name, self.head_limit + self.tail_limit)
+            text += tail.decode("utf-8", "replace")
+        else:
+            text += codecs.decode(tail, "utf-8", "replace") if tail else ""
+        self.tail.clear()
+        self.tail_size = 0
+        return text, cut
+
+
+# -- clients ------------------------------------------------------------------
+
+class Client:
+    def __init__(self, init, sock):
+        self.init = init
+        self.sock = sock
+        self.rbuf = bytearray()
+        self.wbuf = bytearray()
+        self.closed = False
+        self.want_write = False
+        sock.setblocking(False)
+
+    def send(self, msg):
+        if self.closed:
+            return
+        self.wbuf += encode(msg)
+        self.flush()
+
+    def flush(self):
+        while self.wbuf and not self.closed:
+            try:
+                n = self.sock.send(self.wbuf)
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError:
+                self.init.drop_client(self)
+                return
+            del self.wbuf[:n]
+        want = bool(self.wbuf) and not self.closed
+        if want != self.want_write and not self.closed:
+            self.want_write = want
+            events = selectors.EVENT_READ | (selectors.EVENT_WRITE if want else 0)
+            self.init.sel.modify(self.sock, events, self)
+
+    def on_event(self, mask):
+        if mask & selectors.EVENT_WRITE:
+            self.flush()
+        if mask & selectors.EVENT_READ and not self.closed:
+            try:
+                data = self.sock.recv(1 << 20)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                data = b""
+            if not data:
+                self.init.drop_client(self)
+                return
+            self.rbuf += data
+            while not self.closed:
+                nl = self.rbuf.find(b"\n")
+                if nl < 0:
+                    if len(self.rbuf) > MAX_FRAME:
+                        self.send({"type": "error", "code": "frame_too_large", "message": "request larger than %d bytes" % MAX_FRAME})
+                        self.init.drop_client(self)
+                    break
+                line = bytes(self.rbuf[:nl])
+                del self.rbuf[: nl + 1]
+                if line.strip():
+                    self.init.handle_request(self, line)
+
+
+# -- executions -----------------------------------------------------------------
+
+class Execution:
+    def __init__(self, exec_id, code, timeout, owner):
+        self.id = exec_id
+        self.code = code
+        self.timeout = timeout
+        self.subscribers = [owner] if owner is not None else []
+        self.events = []  # recorded for replay to late subscribers
+        self.event_bytes = 0
+        self.result = None
+        self.count = None
+        self.started = None
+        self.deadline = None
+        self.kill_at = None
+        self.timed_out = False
+        self.interrupted = False
+        self.killed = False
+        self.captures = None
+
+    def record(self, msg):
+        # Consecutive chunks of one stream are merged so a replay stays small.
+        last = self.events[-1] if self.events else None
+        if msg["type"] == "stream" and last is not None and last["type"] == "stream" and last["name"] == msg["name"]:
+            self.events[-1] = dict(last, text=last["text"] + msg["text"])
+        else:
+            self.events.append(msg)
+        self.event_bytes += len(msg.get("text", "")) + sum(len(v) for v in msg.get("data", {}).values())
+
+    def publish(self, msg):
+        self.record(msg)
+        for c in self.subscribers:
+            c.send(msg)
+
+    def subscribe(self, client):
+        for msg in self.events:
+            client.send(msg)
+        if self.result is not None:
+            client.send(dict(self.result, replayed=True))
+        elif client not in self.subscribers:
+            self.subscribers.append(client)
+
+
+class Worker:
+    def __init__(self, pid, ctrl, out, err, oom):
+        self.pid = pid
+        self.ctrl = ctrl
+        self.out = out
+        self.err = err
+        self.rbuf = bytearray()
+        self.ready = False
+        self.started = time.monotonic()
+        self.oom = oom
+        self.python = None
+
+
+class Init:
+    def __init__(self):
+        self.sel = selectors.DefaultSelector()
+        self.clients = set()
+        self.executions = collections.OrderedDict()  # id -> Execution (queued, running, done)
+        self.queue = collections.deque()  # Execution or ("inspect", client, req)
+        self.current = None  # Execution or inspect tuple in the worker
+        self.worker = None
+        self.restarts = 0
+        self.count = 0
+        self.pending_restart = None  # why the worker restarted while no execution ran
+        self.orphan = {"stdout": bytearray(), "stderr": bytearray()}
+        self.respawn_at = None
+        self.crash_times = collections.deque(maxlen=5)
+        self.started = time.time()
+        self.stopping = False
+
+    # -- set-up ---------------------------------------------------------
+
+    def listen(self):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.bind(SOCKET)
+        sock.listen(64)
+        sock.setblocking(False)
+        self.sel.register(sock, selectors.EVENT_READ, "listen")
+        self.listener = sock
+
+    def signals(self):
+        r, w = os.pipe()
+        os.set_blocking(r, False)
+        os.set_blocking(w, False)
+        signal.set_wakeup_fd(w)
+        for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, lambda s, f: None)
+        self.sel.register(r, selectors.EVENT_READ, "signal")
+        self.sigpipe = r
+
+    def seed_matplotlib(self):
+        # The image ships a prebuilt font cache; copy it where matplotlib may write.
+        src = os.path.join(HERE, "mplcache")
+        dst = os.environ.get("MPLCONFIGDIR")
+        if not dst or not os.path.isdir(src):
+            return
+        try:
+            os.makedirs(dst, exist_ok=True)
+            for name in os.listdir(src):
+                target = os.path.join(dst, name)
+                if not os.path.exists(target) and os.path.isfile(os.path.join(src, name)):
+                    with open(os.path.join(src, name), "rb") as f, open(target, "wb") as g:
+                        g.write(f.read())
+        except OSError as e:
+            log("matplotlib cache: %s" % e)
+
+    # -- the worker -----------------------------------------------------
+
+    def spawn(self):
+        parent, child = socket.socketpair()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        oom = oom_kills()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.setsid()
+                for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+                    signal.signal(sig, signal.SIG_DFL)
+                signal.set_wakeup_fd(-1)
+                null = os.open(os.devnull, os.O_RDONLY)
+                os.dup2(null, 0)
+                os.dup2(out_w, 1)
+                os.dup2(err_w, 2)
+                os.dup2(child.fileno(), CONTROL_FD)
+                os.closerange(CONTROL_FD + 1, 65536)
+                env = dict(os.environ)
+                env["AGENTBOX_CONTROL_FD"] = str(CONTROL_FD)
+                for k in list(env):
+                    if k.startswith("AGENTBOX_") and k != "AGENTBOX_CONTROL_FD":
+                        del env[k]
+                os.execve(sys.executable, [sys.executable, "-u", WORKER], env)
+            finally:
+                os._exit(127)
+        child.close()
+        os.close(out_w)
+        os.close(err_w)
+        os.set_blocking(out_r, False)
+        os.set_blocking(err_r, False)
+        parent.setblocking(False)
+        self.worker = Worker(pid, parent, out_r, err_r, oom)
+        self.sel.register(parent, selectors.EVENT_READ, "ctrl")
+        self.sel.register(out_r, selectors.EVENT_READ, "stdout")
+        self.sel.register(err_r, selectors.EVENT_READ, "stderr")
+
+    def read_output(self, name, fd):
+        while True:
+            try:
+                data = os.read(fd, 1 << 20)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                data = b""
+            if not data:
+                self.sel.unregister(fd)
+                os.close(fd)
+                if self.worker is not None:
+                    setattr(self.worker, "out" if name == "stdout" else "err", None)
+                return
+            ex = self.current if isinstance(self.current, Execution) else None
+            if ex is None:
+                buf = self.orphan[name]
+                buf += data[: max(0, ORPHAN_OUTPUT - len(buf))]
+                continue
+            text = ex.captures[name].feed(data)
+            if text:
+                ex.publish({"type": "stream", "id": ex.id, "name": name, "text": text})
+
+    def drain_output(self):
+        w = self.worker
+        if w is None:
+            return
+        if w.out is not None:
+            self.read_output("stdout", w.out)
+        if w.err is not None:
+            self.read_output("stderr", w.err)
+
+    def read_ctrl(self):
+        w = self.worker
+        try:
+            data = w.ctrl.recv(1 << 20)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self.sel.unregister(w.ctrl)
+            w.ctrl.close()
+            w.ctrl = None
+            return
+        w.rbuf += data
+        while self.worker is w:
+            nl = w.rbuf.find(b"\n")
+            if nl < 0:
+                return
+            line = bytes(w.rbuf[:nl])
+            del w.rbuf[: nl + 1]
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                log("bad frame from the worker: %r" % line[:200])
+                continue
+            self.on_worker(msg)
+
+    def on_worker(self, msg):
+        kind = msg.get("type")
+        if kind == "ready":
+            self.worker.ready = True
+            self.worker.python = msg.get("python")
+            self.dispatch()
+            return
+        cur = self.current
+        if kind == "state" and isinstance(cur, tuple):
+            _, client, req = cur
+            msg["req"] = req
+            client.send(msg)
+            self.current = None
+            self.dispatch()
+            return
+        if not isinstance(cur, Execution):
+            return
+        if kind == "display":
+            self.drain_output()  # output written before display() comes first
+            cur.publish({"type": "display", "id": cur.id, "kind": msg.get("kind", "display_data"), "data": msg.get("data", {})})
+        elif kind == "done":
+            self.drain_output()
+            self.finish(cur, msg.get("error"))
+            self.current = None
+            self.trim_results()
+            self.dispatch()
+
+    def finish(self, ex, error, died=None):
+        cut = {}
+        for name in ("stdout", "stderr"):
+            text, n = ex.captures[name].finish()
+            if text:
+                ex.publish({"type": "stream", "id": ex.id, "name": name, "text": text})
+            if n:
+                cut[name] = n
+        restarted = died is not None
+        state_lost = restarted
+        reason = died
+        if self.pending_restart is not None:
+            restarted = True
+            state_lost = True
+            reason = reason or self.pending_restart
+            self.pending_restart = None
+        ex.result = {
+            "type": "result",
+            "id": ex.id,
+            "execution_count": ex.count,
+            "status": "error" if error else "ok",
+            "error": error,
+            "timed_out": ex.timed_out,
+            "interrupted": ex.interrupted,
+            "kernel_restarted": restarted,
+            "state_lost": state_lost,
+            "restart_reason": reason,
+            "truncated": cut,
+            "duration_ms": round((time.monotonic() - ex.started) * 1000, 3),
+        }
+        for c in ex.subscribers:
+            c.send(ex.result)
+        ex.subscribers = []
+        ex.captures = None
+
+    def trim_results(self):
+        done = [k for k, e in self.executions.items() if e.result is not None]
+        total = sum(self.executions[k].event_bytes for k in done)
+        while done and (len(done) > KEEP_RESULTS or total > KEEP_BYTES):
+            k = done.pop(0)
+            total -= self.executions[k].event_bytes
+            del self.executions[k]
+
+    def reap(self):
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            if self.worker is not None and pid == self.worker.pid:
+                self.worker_died(status)
+
+    def worker_died(self, status):
+        w = self.worker
+        self.drain_output()
+        for fd in (w.out, w.err):
+            if fd is not None:
+                self.sel.unregister(fd)
+                os.close(fd)
+        if w.ctrl is not None:
+            self.sel.unregister(w.ctrl)
+            w.ctrl.close()
+        # Whatever else the worker's process group left behind goes with it.
+        try:
+            os.killpg(w.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        self.worker = None
+        self.restarts += 1
+        how, oom = describe_exit(status, w.oom, oom_kills())
+        cur = self.current
+        self.current = None
+        if self.stopping:
+            return
+        log("kernel %s; restarting it" % how)
+        if isinstance(cur, Execution):
+            if cur.killed:
+                why = "timed out" if cur.timed_out else "was interrupted"
+                reason = "the code %s and did not stop within %gs of SIGINT, so the kernel was killed and restarted" % (why, GRACE)
+                error = {"name": "KernelKilled", "value": reason + "; all variables and imports are lost", "traceback": []}
+            else:
+                reason = "the kernel %s" % how
+                error = {"name": "OutOfMemory" if oom else "KernelDied", "value": reason + "; it was restarted and all variables and imports are lost", "traceback": []}
+            self.finish(cur, error, died=reason)
+            self.trim_results()
+        else:
+            if isinstance(cur, tuple):
+                cur[1].send({"type": "error", "req": cur[2], "code": "kernel_died", "message": "the kernel %s while answering" % how})
+            self.pending_restart = "the kernel %s" % how
+        self.crash_times.append(time.monotonic())
+        # A worker that cannot even start must not spin PID 1 at full speed.
+        if len(self.crash_times) == self.crash_times.maxlen and self.crash_times[-1] - self.crash_times[0] < 5:
+            self.respawn_at = time.monotonic() + 2
+        else:
+            self.spawn()
+
+    # -- requests -------------------------------------------------------
+
+    def handle_request(self, client, line):
+        try:
+            msg = json.loads(line)
+            if not isinstance(msg, dict):
+                raise ValueError("not an object")
+        except ValueError as e:
+            client.send({"type": "error", "code": "bad_request", "message": "request is not a JSON object: %s" % e})
+            return
+        kind = msg.get("type")
+        req = msg.get("req")
+        if kind == "execute":
+            self.request_execute(client, msg, req)
+        elif kind == "get":
+            ex = self.executions.get(msg.get("id"))
+            if ex is None:
+                client.send({"type": "error", "req": req, "id": msg.get("id"), "code": "unknown_execution", "message": "no execution with id %r is known to this kernel (it never ran here, or its result was dropped to make room)" % (msg.get("id"),)})
+                return
+            ex.subscribe(client)
+        elif kind == "interrupt":
+            target = msg.get("id")
+            cur = self.current
+            if isinstance(cur, Execution) and (target is None or target == cur.id):
+                self.interrupt(cur, timed_out=False)
+            else:
+                ex = self.executions.get(target)
+                if ex is not None and ex.result is None and ex in self.queue:
+                    # Never started: it finishes as interrupted without running.
+                    self.queue.remove(ex)
+                    ex.interrupted = True
+                    self.finish_unstarted(ex)
+        elif kind == "inspect":
+            self.queue.append(("inspect", client, req))
+            self.dispatch()
+        elif kind == "ping":
+            client.send({"type": "pong", "req": req})
+        else:
+            client.send({"type": "error", "req": req, "code": "bad_request", "message": "unknown request type %r" % (kind,)})
+
+    def finish_unstarted(self, ex):
+        ex.started = time.monotonic()
+        ex.captures = {"stdout": Capture("stdout", MAX_OUTPUT), "stderr": Capture("stderr", MAX_OUTPUT)}
+        self.finish(ex, {"name": "KeyboardInterrupt", "value": "interrupted before it started", "traceback": []})
+        self.trim_results()
+
+    def request_execute(self, client, msg, req):
+        code = msg.get("code")
+        exec_id = msg.get("id") or uuid.uuid4().hex
+        timeout = msg.get("timeout")
+        if not isinstance(code, str):
+            client.send({"type": "error", "req": req, "id": exec_id, "code": "bad_request", "message": "execute needs a string field \"code\""})
+            return
+        if not isinstance(exec_id, str) or len(exec_id) > MAX_ID:
+            client.send({"type": "error", "req": req, "code": "bad_request", "message": "execution id must be a string of at most %d characters" % MAX_ID})
+            return
+        if timeout is not None and (not isinstance(timeout, (int, float)) or timeout <= 0):
+            client.send({"type": "error", "req": req, "id": exec_id, "code": "bad_request", "message": "timeout must be a positive number of seconds"})
+            return
+        ex = self.executions.get(exec_id)
+        if ex is not None:
+            # The same id again: never run twice; give this client the result.
+            if ex.code != code:
+                client.send({"type": "error", "req": req, "id": exec_id, "code": "id_conflict", "message": "execution id %r was already used for different code" % exec_id})
+                return
+            client.send({"type": "accepted", "req": req, "id": exec_id, "duplicate": True})
+            ex.subscribe(client)
+            return
+        ex = Execution(exec_id, code, timeout, client)
+        self.executions[exec_id] = ex
+        self.queue.append(ex)
+        client.send({"type": "accepted", "req": req, "id": exec_id, "duplicate": False, "queued": len(self.queue) - 1 + (1 if self.current is not None else 0)})
+        self.dispatch()
+
+    def interrupt(self, ex, timed_out):
+        if ex.kill_at is not None:
+            return
+        if timed_out:
+            ex.timed_out = True
+        else:
+            ex.interrupted = True
+        w = self.worker
+        if w is not None:
+            try:
+                os.kill(w.pid, signal.SIGINT)
+            except OSError:
+                pass
+        ex.kill_at = time.monotonic() + GRACE
+
+    def dispatch(self):
+        w = self.worker
+        if self.current is not None or w is None or not w.ready or w.ctrl is None or not self.queue:
+            return
+        item = self.queue.popleft()
+        if isinstance(item, tuple):
+            self.current = item
+            self.send_worker({"type": "inspect", "req": item[2]})
+            return
+        ex = item
+        self.count += 1
+        ex.count = self.count
+        ex.started = time.monotonic()
+        if ex.timeout:
+            ex.deadline = ex.started + ex.timeout
+        ex.captures = {"stdout": Capture("stdout", MAX_OUTPUT), "stderr": Capture("stderr", MAX_OUTPUT)}
+        self.current = ex
+        for name in ("stdout", "stderr"):
+            if self.orphan[name]:
+                # Output written between executions (a background thread) is
+                # not dropped: it opens the next execution's stream.
+                text = ex.captures[name].feed(bytes(self.orphan[name]))
+                self.orphan[name].clear()
+                if text:
+                    ex.publish({"type": "stream", "id": ex.id, "name": name, "text": text})
+        ex.publish({"type": "started", "id": ex.id, "execution_count": ex.count})
+        self.send_worker({"type": "execute", "id": ex.id, "code": ex.code, "count": ex.count})
+
+    def send_worker(self, msg):
+        w = self.worker
+        try:
+            w.ctrl.setblocking(True)
+            w.ctrl.sendall(encode(msg))
+        except OSError as e:
+            log("send to the kernel: %s" % e)  # its death is handled by SIGCHLD
+        finally:
+            if w.ctrl is not None:
+                w.ctrl.setblocking(False)
+
+    def drop_client(self, client):
+        if client.closed:
+            return
+        client.closed = True
+        try:
+            self.sel.unregister(client.sock)
+        except (KeyError, ValueError):
+            pass
+        client.sock.close()
+        self.clients.discard(client)
+        for ex in self.executions.values():
+            if client in ex.subscribers:
+                ex.subscribers.remove(client)
+        self.queue = collections.deque(q for q in self.queue if not (isinstance(q, tuple) and q[1] is client))
+
+    def hello(self, client):
+        w = self.worker
+        client.send({
+            "type": "hello",
+            "protocol": PROTOCOL,
+            "init_pid": os.getpid(),
+            "kernel_pid": w.pid if w else None,
+            "python": w.python if w else None,
+            "restarts": self.restarts,
+            "execution_count": self.count,
+            "busy": self.current is not None,
+            "started": self.started,
+            "max_output": MAX_OUTPUT,
+        })
+
+    # -- the loop ---------------------------------------------------------
+
+    def timers(self, now):
+        cur = self.current
+        if isinstance(cur, Execution):
+            if cur.deadline is not None and now >= cur.deadline and cur.kill_at is None:
+                self.interrupt(cur, timed_out=True)
+            if cur.kill_at is not None and now >= cur.kill_at and not cur.killed and self.worker is not None:
+                cur.killed = True
+                try:
+                    os.killpg(self.worker.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        if self.respawn_at is not None and now >= self.respawn_at and self.worker is None:
+            self.respawn_at = None
+            self.spawn()
+
+    def next_timeout(self, now):
+        times = []
+        cur = self.current
+        if isinstance(cur, Execution):
+            if cur.deadline is not None and cur.kill_at is None:
+                times.append(cur.deadline)
+            if cur.kill_at is not None and not cur.killed:
+                times.append(cur.kill_at)
+        if self.respawn_at is not None:
+            times.append(self.respawn_at)
+        if not times:
+            return None
+        return max(0.0, min(times) - now)
+
+    def run(self):
+        self.signals()
+        self.seed_matplotlib()
+        self.listen()
+        self.spawn()
+        while True:
+            for key, mask in self.sel.select(self.next_timeout(time.monotonic())):
+                what = key.data
+                if what == "listen":
+                    self.accept()
+                elif what == "signal":
+                    if self.on_signals():
+                        return 0
+                elif what == "ctrl":
+                    if self.worker is not None and self.worker.ctrl is key.fileobj:
+                        self.read_ctrl()
+                elif what in ("stdout", "stderr"):
+                    self.read_output(what, key.fd)
+                elif isinstance(what, Client):
+                    what.on_event(mask)
+            self.timers(time.monotonic())
+
+    def accept(self):
+        while True:
+            try:
+                sock, _ = self.listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as e:
+                if e.errno in (errno.EMFILE, errno.ENFILE):
+                    log("accept: %s" % e)
+                return
+            client = Client(self, sock)
+            self.clients.add(client)
+            self.sel.register(sock, selectors.EVENT_READ, client)
+            self.hello(client)
+
+    def on_signals(self):
+        try:
+            sigs = os.read(self.sigpipe, 512)
+        except BlockingIOError:
+            sigs = b""
+        if signal.SIGCHLD in sigs or not sigs:
+            self.reap()
+        if any(s in sigs for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)):
+            self.stopping = True
+            if self.worker is not None:
+                try:
+                    os.killpg(self.worker.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            return True
+        return False
+
+
+def main():
+    if os.getpid() != 1:
+        log("not PID 1 (pid %d): orphans will not be reaped here" % os.getpid())
+    try:
+        Init().run()
+    except Exception as e:
+        log("fatal: %r" % (e,))
+        raise
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

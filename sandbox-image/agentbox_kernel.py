@@ -1,0 +1,333 @@
+"""agentbox kernel worker: the persistent Python namespace of one sandbox.
+
+The init (agentbox_init.py) starts this process and talks to it over a private
+control socket (file descriptor given as argv[1]) with one JSON object per line.
+Its file descriptors 1 and 2 are pipes read by the init, so everything written
+to them (print, C extensions, subprocesses) is captured at the descriptor level
+without this process doing anything. The worker only runs code, one request at
+a time, and reports rich results, errors and its namespace.
+
+Requests (init -> worker):
+  {"type": "execute", "id": ..., "code": ..., "count": N}
+  {"type": "inspect", "req": ...}
+Replies (worker -> init):
+  {"type": "ready", "pid": N, "python": "3.x.y"}
+  {"type": "display", "id": ..., "data": {mime: text}, "kind": "display_data" | "execute_result"}
+  {"type": "done", "id": ..., "error": null | {"name", "value", "traceback"}}
+  {"type": "state", "req": ..., "variables": [...], "modules": [...]}
+
+Standard library only: the same file runs in any image that has python3.
+"""
+
+import ast
+import base64
+import io
+import json
+import linecache
+import os
+import reprlib
+import signal
+import socket
+import sys
+import traceback
+import types
+
+KERNEL_FILE = os.path.abspath(__file__)
+REPR_LIMIT = 200
+MAX_LINECACHE_CELLS = 200
+
+_running_user_code = False
+
+
+def _on_sigint(signum, frame):
+    # Only user code is interrupted; a late signal that arrives while the
+    # worker is between cells (writing a reply) must not break the protocol.
+    if _running_user_code:
+        raise KeyboardInterrupt
+
+
+class Channel:
+    """Line-delimited JSON over the control socket."""
+
+    def __init__(self, fd):
+        self.sock = socket.socket(fileno=fd)
+        self.reader = self.sock.makefile("rb")
+
+    def send(self, msg):
+        data = json.dumps(msg, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "replace") + b"\n"
+        # An interrupt in the middle of sendall would leave half a frame on
+        # the wire; hold SIGINT until the frame is out.
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            self.sock.sendall(data)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+    def recv(self):
+        line = self.reader.readline()
+        if not line:
+            return None
+        return json.loads(line)
+
+
+def _flush_all():
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            pass
+    if _libc is not None:
+        try:
+            _libc.fflush(None)  # C code's stdio buffers (printf from extensions)
+        except Exception:
+            pass
+
+
+def _load_libc():
+    try:
+        import ctypes
+        import ctypes.util
+
+        return ctypes.CDLL(None)
+    except Exception:
+        return None
+
+
+_libc = None
+
+
+def mime_bundle(obj):
+    """The notebook representation of obj: text/plain always, richer forms
+    when the object offers them (pandas offers text/html)."""
+    data = {}
+    try:
+        data["text/plain"] = repr(obj)
+    except Exception as e:  # a broken __repr__ must not break the cell
+        data["text/plain"] = "<repr failed: %s: %s>" % (type(e).__name__, e)
+    for method, mime in (("_repr_html_", "text/html"), ("_repr_markdown_", "text/markdown"), ("_repr_svg_", "image/svg+xml"), ("_repr_latex_", "text/latex")):
+        fn = getattr(obj, method, None)
+        if callable(fn) and not isinstance(obj, type):
+            try:
+                value = fn()
+            except Exception:
+                continue
+            if isinstance(value, str):
+                data[mime] = value
+    fn = getattr(obj, "_repr_png_", None)
+    if callable(fn) and not isinstance(obj, type):
+        try:
+            value = fn()
+            if isinstance(value, bytes):
+                data["image/png"] = base64.b64encode(value).decode("ascii")
+        except Exception:
+            pass
+    return data
+
+
+class Kernel:
+    def __init__(self, channel):
+        self.ch = channel
+        self.current_id = None
+        self.cells = []
+        module = types.ModuleType("__main__")
+        sys.modules["__main__"] = module
+        self.ns = module.__dict__
+        self.ns["display"] = self.display
+        self.baseline = set(self.ns)
+
+    # -- output ---------------------------------------------------------
+
+    def display(self, *objs, **kwargs):
+        """display(obj, ...): show objects as rich output, like a notebook's."""
+        _flush_all()
+        for obj in objs:
+            self.ch.send({"type": "display", "id": self.current_id, "kind": "display_data", "data": mime_bundle(obj)})
+
+    def _send_figures(self):
+        plt = sys.modules.get("matplotlib.pyplot")
+        if plt is None:
+            return
+        try:
+            nums = plt.get_fignums()
+        except Exception:
+            return
+        for num in nums:
+            try:
+                fig = plt.figure(num)
+                buf = io.BytesIO()
+                fig.savefig(buf, format="png", bbox_inches="tight")
+                w, h = fig.get_size_inches() * fig.dpi
+                self.ch.send({
+                    "type": "display",
+                    "id": self.current_id,
+                    "kind": "display_data",
+                    "data": {
+                        "image/png": base64.b64encode(buf.getvalue()).decode("ascii"),
+                        "text/plain": "<Figure size %dx%d with %d Axes>" % (w, h, len(fig.axes)),
+                    },
+                })
+            except Exception as e:
+                sys.stderr.write("agentbox: could not render figure %s: %s\n" % (num, e))
+        try:
+            plt.close("all")
+        except Exception:
+            pass
+
+    # -- execution ------------------------------------------------------
+
+    def _remember_source(self, filename, code):
+        linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+        self.cells.append(filename)
+        if len(self.cells) > MAX_LINECACHE_CELLS:
+            linecache.cache.pop(self.cells.pop(0), None)
+
+    def execute(self, msg):
+        global _running_user_code
+        self.current_id = msg.get("id")
+        code = msg.get("code", "")
+        filename = "<cell-%d>" % msg.get("count", 0)
+        self._remember_source(filename, code)
+        error = None
+        signal.signal(signal.SIGINT, _on_sigint)
+        try:
+            try:
+                tree = ast.parse(code, filename, "exec")
+                last = None
+                if tree.body and isinstance(tree.body[-1], ast.Expr):
+                    last = ast.Expression(tree.body.pop().value)
+                body = compile(tree, filename, "exec")
+                tail = compile(last, filename, "eval") if last is not None else None
+            except (SyntaxError, ValueError, OverflowError, MemoryError) as e:
+                error = self._error(e, syntax=True)
+            else:
+                _running_user_code = True
+                try:
+                    exec(body, self.ns)
+                    if tail is not None:
+                        value = eval(tail, self.ns)
+                        _running_user_code = False
+                        if value is not None:
+                            self.ns["_"] = value
+                            _flush_all()
+                            self.ch.send({"type": "display", "id": self.current_id, "kind": "execute_result", "data": mime_bundle(value)})
+                finally:
+                    _running_user_code = False
+        except BaseException as e:
+            _running_user_code = False
+            error = self._error(e)
+        _running_user_code = False
+        try:
+            self._send_figures()
+        except BaseException as e:
+            sys.stderr.write("agentbox: figures: %r\n" % (e,))
+        _flush_all()
+        signal.signal(signal.SIGINT, _on_sigint)
+        self.ch.send({"type": "done", "id": self.current_id, "error": error})
+        self.current_id = None
+
+    def _error(self, e, syntax=False):
+        name = type(e).__name__
+        try:
+            value = str(e)
+        except Exception:
+            value = "<str failed>"
+        if syntax:
+            lines = traceback.format_exception_only(type(e), e)
+        else:
+            lines = traceback.format_exception(type(e), e, _user_frames(e.__traceback__))
+        out = []
+        for chunk in lines:
+            out.extend(chunk.rstrip("\n").split("\n"))
+        return {"name": name, "value": value, "traceback": out}
+
+    # -- introspection --------------------------------------------------
+
+    def inspect(self, msg):
+        variables = []
+        modules = []
+        short = reprlib.Repr()
+        short.maxstring = REPR_LIMIT
+        short.maxother = REPR_LIMIT
+        for name, value in list(self.ns.items()):
+            if name.startswith("_") or name in self.baseline:
+                continue
+            if isinstance(value, types.ModuleType):
+                modules.append({"name": name, "module": value.__name__})
+                continue
+            t = type(value)
+            entry = {"name": name, "type": t.__name__ if t.__module__ == "builtins" else "%s.%s" % (t.__module__, t.__qualname__)}
+            try:
+                text = short.repr(value)
+            except Exception as e:
+                text = "<repr failed: %s>" % type(e).__name__
+            if len(text) > REPR_LIMIT:
+                text = text[: REPR_LIMIT - 3] + "..."
+            entry["repr"] = text
+            entry["size"] = _size(value)
+            shape = getattr(value, "shape", None)
+            if isinstance(shape, tuple):
+                entry["shape"] = [int(x) if isinstance(x, int) else str(x) for x in shape]
+            elif hasattr(value, "__len__") and not isinstance(value, type):
+                try:
+                    entry["len"] = len(value)
+                except Exception:
+                    pass
+            variables.append(entry)
+        variables.sort(key=lambda v: v["name"])
+        modules.sort(key=lambda m: m["name"])
+        self.ch.send({"type": "state", "req": msg.get("req"), "variables": variables, "modules": modules})
+
+
+def _user_frames(tb):
+    """The traceback without the kernel's own frames (the exec call above the
+    user's code, the SIGINT handler below it): the user sees their code only."""
+    frames = []
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename != KERNEL_FILE:
+            frames.append(tb)
+        tb = tb.tb_next
+    out = None
+    for t in reversed(frames):
+        out = types.TracebackType(out, t.tb_frame, t.tb_lasti, t.tb_lineno)
+    return out
+
+
+def _size(value):
+    try:
+        nbytes = getattr(value, "nbytes", None)
+        if isinstance(nbytes, int):
+            return nbytes
+        usage = getattr(value, "memory_usage", None)
+        if callable(usage) and hasattr(value, "columns"):
+            return int(usage(index=True, deep=False).sum())
+        return sys.getsizeof(value)
+    except Exception:
+        return None
+
+
+def main():
+    global _libc
+    signal.signal(signal.SIGINT, _on_sigint)
+    # User code imports from the session folder, as a notebook imports from its cwd.
+    sys.path[0] = ""
+    sys.argv = [""]
+    ch = Channel(int(os.environ.pop("AGENTBOX_CONTROL_FD", "3")))
+    _libc = _load_libc()
+    kernel = Kernel(ch)
+    ch.send({"type": "ready", "pid": os.getpid(), "python": "%d.%d.%d" % sys.version_info[:3]})
+    while True:
+        try:
+            msg = ch.recv()
+        except KeyboardInterrupt:
+            continue  # an interrupt that arrived after the cell had finished
+        if msg is None:
+            return 0
+        kind = msg.get("type")
+        if kind == "execute":
+            kernel.execute(msg)
+        elif kind == "inspect":
+            kernel.inspect(msg)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,125 @@
+// Package sandboximage holds the sandbox image's sources, embedded so that a
+// sandbox-setup binary can build the image without a checkout: the Dockerfile,
+// the Debian package list, and the in-container programs (agentbox_init.py,
+// PID 1; agentbox_kernel.py, the persistent Python namespace;
+// agentbox_bridge.py, which joins a `docker exec` stream to the init's socket).
+//
+// The image carries labels naming the kernel protocol version and a content
+// hash of these sources, so a stale image is detected by comparing labels,
+// never by guessing from tags or dates.
+package sandboximage
+
+import (
+	"archive/tar"
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"io/fs"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/agentbox/agentbox/kernel"
+)
+
+//go:embed Dockerfile packages.txt agentbox_init.py agentbox_kernel.py agentbox_bridge.py
+var sources embed.FS
+
+// Labels set on every sandbox image.
+const (
+	LabelProtocol   = "io.agentbox.protocol"    // kernel protocol version the image speaks
+	LabelSourceHash = "io.agentbox.source-hash" // SourceHash of the files it was built from
+	LabelBase       = "io.agentbox.base"        // the base image it was built on
+	LabelPackages   = "io.agentbox.packages"    // PackagesHash, on bootstrapped base images
+)
+
+// Paths of the in-container programs, as the Dockerfile installs them.
+const (
+	InitPath   = "/opt/agentbox/agentbox_init.py"
+	KernelPath = "/opt/agentbox/agentbox_kernel.py"
+	BridgePath = "/opt/agentbox/agentbox_bridge.py"
+)
+
+// BridgeCommand is the command a host runs with `docker exec -i` to open a
+// private stream to the kernel.
+func BridgeCommand() []string {
+	return []string{"python3", "-I", "-S", BridgePath}
+}
+
+// Files returns the embedded sources.
+func Files() fs.FS { return sources }
+
+func names() []string {
+	entries, err := fs.ReadDir(sources, ".")
+	if err != nil {
+		panic(err) // embedded: cannot fail
+	}
+	var out []string
+	for _, e := range entries {
+		out = append(out, e.Name())
+	}
+	sort.Strings(out)
+	return out
+}
+
+// SourceHash is a SHA-256 over every embedded file's name and content. Any
+// change to the Dockerfile, the package list or the programs changes it, and
+// with it the image sandbox-setup builds.
+func SourceHash() string {
+	h := sha256.New()
+	h.Write([]byte("protocol " + strconv.Itoa(kernel.ProtocolVersion) + "\n"))
+	for _, name := range names() {
+		data, _ := sources.ReadFile(name)
+		h.Write([]byte(name + "\x00" + strconv.Itoa(len(data)) + "\x00"))
+		h.Write(data)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Packages returns the Debian packages the image needs, from packages.txt.
+func Packages() []string {
+	data, _ := sources.ReadFile("packages.txt")
+	var out []string
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+// PackagesHash identifies a package list; a bootstrapped base image is reused
+// only while the list it was made with is unchanged.
+func PackagesHash(suite string) string {
+	h := sha256.Sum256([]byte(suite + "\n" + strings.Join(Packages(), "\n")))
+	return hex.EncodeToString(h[:])
+}
+
+// BuildContext returns the embedded sources as the tar archive `docker build`
+// takes as its context.
+func BuildContext() ([]byte, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, name := range names() {
+		data, err := sources.ReadFile(name)
+		if err != nil {
+			return nil, err
+		}
+		hdr := &tar.Header{Name: name, Mode: 0o644, Size: int64(len(data))}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(data); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
