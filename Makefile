@@ -1,0 +1,50 @@
+# agentbox: the two commands are `make demo` and `make test`; everything else
+# here is what they stand on.
+
+GO      ?= go
+BIN     := bin
+export PATH := $(CURDIR)/$(BIN):$(PATH)
+
+.PHONY: all build host-deps image demo test bench vet fmt clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+# What the host needs to bootstrap the sandbox image when no registry is
+# reachable: debootstrap (installed from Debian when missing and we are root).
+host-deps:
+	@if ! command -v debootstrap >/dev/null 2>&1; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "installing debootstrap"; \
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -q debootstrap >/dev/null || \
+			{ apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q debootstrap >/dev/null; }; \
+		else \
+			echo "note: debootstrap is missing; sandbox-setup needs it (as root) if it must bootstrap a base image"; \
+		fi; \
+	fi
+
+# Builds the sandbox image if it is missing or stale; a no-op otherwise.
+image: build host-deps
+	$(BIN)/sandbox-setup
+
+demo: image
+	$(GO) run ./examples/quickstart
+
+test: image vet
+	$(GO) test -race -count=1 -timeout 15m ./...
+
+bench: image
+	$(GO) test -run '^$$' -bench . -benchtime 2s -count 1 ./...
+
+vet:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+		if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+clean:
+	rm -rf $(BIN)

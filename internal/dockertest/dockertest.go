@@ -1,0 +1,186 @@
+// Package dockertest is the test harness for packages whose behaviour depends
+// on the Docker engine. Tests call Engine (or Image) first: it really pings the
+// engine and skips the test with the reason when none answers, or fails it when
+// AGENTBOX_REQUIRE_DOCKER=1 (as CI sets), so a missing engine can never pass
+// silently in CI. Image makes sure the current sandbox image exists, once per
+// test binary. Every container a test starts carries LabelTest and is removed
+// by the test's cleanup; Sweep removes leftovers of killed test runs.
+package dockertest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentbox/agentbox/internal/docker"
+	"github.com/agentbox/agentbox/internal/imagesetup"
+	"github.com/agentbox/agentbox/kernel"
+	sandboximage "github.com/agentbox/agentbox/sandbox-image"
+)
+
+// LabelTest marks containers started by tests.
+const LabelTest = "io.agentbox.test"
+
+// RequireEnv is the variable that turns a missing engine from a skip into a failure.
+const RequireEnv = "AGENTBOX_REQUIRE_DOCKER"
+
+var (
+	engineOnce sync.Once
+	engineCli  *docker.Client
+	engineErr  error
+
+	imageOnce sync.Once
+	imageErr  error
+)
+
+// ImageName is the sandbox image tests use: SANDBOX_IMAGE or the default.
+func ImageName() string {
+	if v := os.Getenv("SANDBOX_IMAGE"); v != "" {
+		return v
+	}
+	return "agentbox-sandbox:latest"
+}
+
+// Engine returns a client of a reachable engine, or skips (fails under
+// AGENTBOX_REQUIRE_DOCKER=1) the test.
+func Engine(t testing.TB) *docker.Client {
+	t.Helper()
+	engineOnce.Do(func() {
+		engineCli, engineErr = docker.New()
+		if engineErr != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, engineErr = engineCli.Info(ctx)
+	})
+	if engineErr != nil {
+		if os.Getenv(RequireEnv) == "1" {
+			t.Fatalf("Docker engine required (%s=1) but not usable: %v", RequireEnv, engineErr)
+		}
+		t.Skipf("no Docker engine: %v (set %s=1 to make this a failure)", engineErr, RequireEnv)
+	}
+	return engineCli
+}
+
+// Image returns the name of the current sandbox image, building it first if
+// it is missing or stale (once per test binary; test binaries running at the
+// same time take turns through a file lock).
+func Image(t testing.TB) string {
+	t.Helper()
+	cli := Engine(t)
+	imageOnce.Do(func() {
+		unlock, err := lock(filepath.Join(os.TempDir(), "agentbox-test-image.lock"))
+		if err != nil {
+			imageErr = err
+			return
+		}
+		defer unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+		defer cancel()
+		_, imageErr = imagesetup.Ensure(ctx, cli, imagesetup.Options{Image: ImageName(), Out: testLog{}})
+	})
+	if imageErr != nil {
+		t.Fatalf("sandbox image %s: %v", ImageName(), imageErr)
+	}
+	return ImageName()
+}
+
+type testLog struct{}
+
+func (testLog) Write(p []byte) (int, error) { return os.Stderr.Write(p) }
+
+func lock(path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("image lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("image lock: %w", err)
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
+}
+
+// Sandbox starts a sandbox container in the locked-down shape sessions use,
+// after applying edit (may be nil), and removes it when the test ends.
+func Sandbox(t testing.TB, edit func(*docker.ContainerSpec)) string {
+	t.Helper()
+	cli := Engine(t)
+	spec := imagesetup.LockedDown(Image(t))
+	spec.Labels = map[string]string{LabelTest: t.Name()}
+	spec.Env = []string{"AGENTBOX_INTERRUPT_GRACE=2"}
+	if edit != nil {
+		edit(&spec)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	id, err := cli.CreateContainer(ctx, spec)
+	if err != nil {
+		t.Fatalf("start sandbox: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := cli.RemoveContainer(ctx, id); err != nil {
+			t.Errorf("remove sandbox: %v", err)
+		}
+	})
+	return id
+}
+
+// Dial opens a kernel client to the sandbox container id through a bridge
+// process (`docker exec -i`), retrying while the init starts.
+func Dial(t testing.TB, id string) *kernel.Client {
+	t.Helper()
+	c, err := DialErr(context.Background(), Engine(t), id)
+	if err != nil {
+		t.Fatalf("connect to the kernel: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// DialErr is Dial for callers that handle the error.
+func DialErr(ctx context.Context, cli *docker.Client, id string) (*kernel.Client, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		s, err := cli.Exec(ctx, id, "", sandboximage.BridgeCommand())
+		if err != nil {
+			return nil, err
+		}
+		hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		c, err := kernel.NewClient(hctx, s)
+		cancel()
+		if err == nil {
+			return c, nil
+		}
+		var verr *kernel.VersionError
+		if errors.As(err, &verr) || time.Now().After(deadline) {
+			return nil, fmt.Errorf("%w (bridge said: %s)", err, s.Stderr())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Sweep removes every container a test run left behind.
+func Sweep(ctx context.Context, cli *docker.Client) error {
+	list, err := cli.ListContainers(ctx, LabelTest)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, c := range list {
+		errs = append(errs, cli.RemoveContainer(ctx, c.ID))
+	}
+	return errors.Join(errs...)
+}

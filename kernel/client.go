@@ -1,0 +1,432 @@
+package kernel
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// DefaultInterruptWait is how long Execute waits for the result after the
+// caller's context ends and the code was interrupted: the init's grace period
+// (5 s by default) plus a kernel restart.
+const DefaultInterruptWait = 15 * time.Second
+
+// Client speaks the kernel protocol over one byte stream. It is safe for
+// concurrent use: executions from one client (or from many clients of one
+// kernel) are serialized by the kernel, and each reply reaches only the call
+// that asked for it.
+type Client struct {
+	rw    io.ReadWriteCloser
+	hello Hello
+
+	// InterruptWait bounds the wait for a result after cancellation.
+	InterruptWait time.Duration
+
+	wmu sync.Mutex // serializes frames on the wire
+
+	mu     sync.Mutex
+	execs  map[string]*call // by execution id
+	reqs   map[string]*call // by request tag
+	nextID uint64
+	err    error // set once the reader stops
+	done   chan struct{}
+}
+
+// call is one request waiting for its reply.
+type call struct {
+	id      string
+	onEvent func(Event)
+	res     Result
+	out     strings.Builder
+	errb    strings.Builder
+	state   *State
+	reply   chan error // receives nil on the final frame, or the error
+	started bool
+}
+
+// NewClient reads the kernel's hello from rw and checks the protocol version.
+// The client owns rw from then on and closes it in Close. If ctx ends before
+// the hello arrives, rw is closed.
+func NewClient(ctx context.Context, rw io.ReadWriteCloser) (*Client, error) {
+	fr := newFrameReader(rw, MaxFrame)
+	type helloResult struct {
+		h   Hello
+		err error
+	}
+	got := make(chan helloResult, 1)
+	go func() {
+		line, err := fr.next()
+		if err != nil {
+			got <- helloResult{err: fmt.Errorf("%w: reading hello: %w", ErrConnectionLost, err)}
+			return
+		}
+		f, err := decodeFrame(line)
+		if err != nil {
+			got <- helloResult{err: err}
+			return
+		}
+		if f.Type != "hello" {
+			got <- helloResult{err: fmt.Errorf("%w: expected hello, got %q", ErrProtocol, f.Type)}
+			return
+		}
+		var h Hello
+		if err := unmarshal(line, &h); err != nil {
+			got <- helloResult{err: err}
+			return
+		}
+		got <- helloResult{h: h}
+	}()
+	var hr helloResult
+	select {
+	case hr = <-got:
+	case <-ctx.Done():
+		rw.Close()
+		<-got
+		return nil, fmt.Errorf("wait for kernel hello: %w", ctx.Err())
+	}
+	if hr.err != nil {
+		rw.Close()
+		return nil, hr.err
+	}
+	if hr.h.Protocol != ProtocolVersion {
+		rw.Close()
+		return nil, &VersionError{Got: hr.h.Protocol, Want: ProtocolVersion}
+	}
+	c := &Client{
+		rw:            rw,
+		hello:         hr.h,
+		InterruptWait: DefaultInterruptWait,
+		execs:         make(map[string]*call),
+		reqs:          make(map[string]*call),
+		done:          make(chan struct{}),
+	}
+	go c.readLoop(fr)
+	return c, nil
+}
+
+// Hello returns what the kernel announced on connect.
+func (c *Client) Hello() Hello { return c.hello }
+
+// Close closes the stream. Calls in flight fail with ErrClosed; executions
+// they started keep running in the kernel and can be fetched by id.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.err == nil {
+		c.err = ErrClosed
+	}
+	c.mu.Unlock()
+	err := c.rw.Close()
+	<-c.done
+	return err
+}
+
+// Done is closed when the stream to the kernel ends.
+func (c *Client) Done() <-chan struct{} { return c.done }
+
+// NewID returns a random execution id.
+func NewID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// ExecRequest is one piece of code to run.
+type ExecRequest struct {
+	// ID names the execution; empty picks a random one. Running an id the
+	// kernel already knows returns the recorded result instead of running
+	// the code again (an agent passes its tool-call id).
+	ID   string
+	Code string
+	// Timeout, when positive, is enforced by the kernel itself, so it holds
+	// even if this client disappears.
+	Timeout time.Duration
+}
+
+// Execute runs code and returns its result. onEvent, if not nil, sees every
+// event as it arrives, in order, from the client's reader goroutine (it must
+// not block for long). A Python exception is data in Result.Error, not an
+// error. When ctx ends, the code is interrupted (KeyboardInterrupt) and the
+// result, flagged TimedOut or Interrupted, is still returned. A Go error means
+// the transport failed; it is an *ExecError carrying the id to fetch later.
+func (c *Client) Execute(ctx context.Context, req ExecRequest, onEvent func(Event)) (*Result, error) {
+	if req.ID == "" {
+		req.ID = NewID()
+	}
+	cl := &call{id: req.ID, onEvent: onEvent, reply: make(chan error, 1)}
+	cl.res.ID = req.ID
+	tag, err := c.register(cl, true)
+	if err != nil {
+		return nil, &ExecError{ID: req.ID, Err: err}
+	}
+	defer c.unregister(cl, tag)
+	code := req.Code
+	r := request{Type: "execute", Req: tag, ID: req.ID, Code: &code}
+	if req.Timeout > 0 {
+		t := req.Timeout.Seconds()
+		r.Timeout = &t
+	}
+	if err := c.send(r); err != nil {
+		return nil, &ExecError{ID: req.ID, Err: err}
+	}
+	return c.wait(ctx, cl)
+}
+
+// Fetch returns the result of an execution by id, waiting for it if it is
+// still running, and replaying its events to onEvent. ErrUnknownExecution
+// means the kernel never ran it (or has forgotten it).
+func (c *Client) Fetch(ctx context.Context, id string, onEvent func(Event)) (*Result, error) {
+	cl := &call{id: id, onEvent: onEvent, reply: make(chan error, 1)}
+	cl.res.ID = id
+	tag, err := c.register(cl, true)
+	if err != nil {
+		return nil, &ExecError{ID: id, Err: err}
+	}
+	defer c.unregister(cl, tag)
+	if err := c.send(request{Type: "get", Req: tag, ID: id}); err != nil {
+		return nil, &ExecError{ID: id, Err: err}
+	}
+	return c.wait(ctx, cl)
+}
+
+func (c *Client) wait(ctx context.Context, cl *call) (*Result, error) {
+	select {
+	case err := <-cl.reply:
+		return c.finish(cl, err, nil)
+	case <-ctx.Done():
+	}
+	// The caller gave up: interrupt the code, and give the kernel the grace
+	// period (and a restart) to report what happened.
+	_ = c.send(request{Type: "interrupt", ID: cl.id})
+	timer := time.NewTimer(c.InterruptWait)
+	defer timer.Stop()
+	select {
+	case err := <-cl.reply:
+		return c.finish(cl, err, ctx.Err())
+	case <-timer.C:
+		return nil, &ExecError{ID: cl.id, Err: fmt.Errorf("no result %s after interrupting it: %w", c.InterruptWait, ctx.Err())}
+	}
+}
+
+func (c *Client) finish(cl *call, err error, ctxErr error) (*Result, error) {
+	if err != nil {
+		return nil, &ExecError{ID: cl.id, Err: err}
+	}
+	res := cl.res
+	res.Stdout = cl.out.String()
+	res.Stderr = cl.errb.String()
+	if errors.Is(ctxErr, context.DeadlineExceeded) {
+		res.TimedOut = true
+		res.Interrupted = false
+	}
+	return &res, nil
+}
+
+// Interrupt raises KeyboardInterrupt in the execution id (or in whatever
+// runs, if id is empty); an execution still queued finishes without running.
+func (c *Client) Interrupt(ctx context.Context, id string) error {
+	return c.send(request{Type: "interrupt", ID: id})
+}
+
+// Inspect returns a summary of the kernel's namespace. It waits for a
+// running execution to finish first.
+func (c *Client) Inspect(ctx context.Context) (*State, error) {
+	cl := &call{reply: make(chan error, 1)}
+	tag, err := c.register(cl, false)
+	if err != nil {
+		return nil, err
+	}
+	defer c.unregister(cl, tag)
+	if err := c.send(request{Type: "inspect", Req: tag}); err != nil {
+		return nil, err
+	}
+	select {
+	case err := <-cl.reply:
+		if err != nil {
+			return nil, fmt.Errorf("inspect: %w", err)
+		}
+		return cl.state, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("inspect: %w", ctx.Err())
+	}
+}
+
+// Ping checks that the init answers.
+func (c *Client) Ping(ctx context.Context) error {
+	cl := &call{reply: make(chan error, 1)}
+	tag, err := c.register(cl, false)
+	if err != nil {
+		return err
+	}
+	defer c.unregister(cl, tag)
+	if err := c.send(request{Type: "ping", Req: tag}); err != nil {
+		return err
+	}
+	select {
+	case err := <-cl.reply:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("ping: %w", ctx.Err())
+	}
+}
+
+func (c *Client) register(cl *call, byID bool) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return "", c.err
+	}
+	if byID {
+		if _, busy := c.execs[cl.id]; busy {
+			return "", fmt.Errorf("%w: execution %s is already awaited on this client", ErrRejected, cl.id)
+		}
+		c.execs[cl.id] = cl
+	}
+	c.nextID++
+	tag := strconv.FormatUint(c.nextID, 10)
+	c.reqs[tag] = cl
+	return tag, nil
+}
+
+func (c *Client) unregister(cl *call, tag string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.reqs, tag)
+	if cl.id != "" && c.execs[cl.id] == cl {
+		delete(c.execs, cl.id)
+	}
+}
+
+func (c *Client) send(r request) error {
+	data, err := encodeRequest(r)
+	if err != nil {
+		return fmt.Errorf("%w: encode request: %v", ErrProtocol, err)
+	}
+	c.mu.Lock()
+	err = c.err
+	c.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if _, err := c.rw.Write(data); err != nil {
+		return fmt.Errorf("%w: %w", ErrConnectionLost, err)
+	}
+	return nil
+}
+
+func (c *Client) readLoop(fr *frameReader) {
+	var err error
+	for {
+		var line []byte
+		line, err = fr.next()
+		if err != nil {
+			break
+		}
+		var f frame
+		f, err = decodeFrame(line)
+		if err != nil {
+			break
+		}
+		if err = c.dispatch(f, line); err != nil {
+			break
+		}
+	}
+	c.mu.Lock()
+	if c.err == nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			err = fmt.Errorf("%w: the stream ended", ErrConnectionLost)
+		} else if !errors.Is(err, ErrProtocol) && !errors.Is(err, ErrFrameTooLarge) {
+			err = fmt.Errorf("%w: %w", ErrConnectionLost, err)
+		}
+		c.err = err
+	}
+	final := c.err
+	pending := make([]*call, 0, len(c.reqs))
+	for _, cl := range c.reqs {
+		pending = append(pending, cl)
+	}
+	c.mu.Unlock()
+	for _, cl := range pending {
+		deliver(cl, final)
+	}
+	close(c.done)
+}
+
+func (c *Client) dispatch(f frame, line []byte) error {
+	c.mu.Lock()
+	var cl *call
+	if f.Req != "" {
+		cl = c.reqs[f.Req]
+	}
+	if cl == nil && f.ID != "" {
+		cl = c.execs[f.ID]
+	}
+	c.mu.Unlock()
+	if cl == nil {
+		return nil // a reply for a call that gave up
+	}
+	switch f.Type {
+	case "accepted":
+	case "started":
+		cl.started = true
+		cl.res.ExecutionCount = f.Event.ExecutionCount
+		if cl.onEvent != nil {
+			cl.onEvent(f.Event)
+		}
+	case "stream":
+		if f.Name == "stderr" {
+			cl.errb.WriteString(f.Text)
+		} else {
+			cl.out.WriteString(f.Text)
+		}
+		if cl.onEvent != nil {
+			cl.onEvent(f.Event)
+		}
+	case "display":
+		cl.res.Outputs = append(cl.res.Outputs, Output{Kind: f.Kind, Data: f.Data})
+		if cl.onEvent != nil {
+			cl.onEvent(f.Event)
+		}
+	case "result":
+		r := &cl.res
+		r.ExecutionCount = f.Event.ExecutionCount
+		r.Error = f.Error
+		r.TimedOut = f.TimedOut
+		r.Interrupted = f.Interrupted
+		r.KernelRestarted = f.KernelRestarted
+		r.StateLost = f.StateLost
+		r.RestartReason = f.RestartReason
+		r.Truncated = f.Truncated
+		r.Duration = time.Duration(f.DurationMS * float64(time.Millisecond))
+		r.Replayed = f.Replayed
+		deliver(cl, nil)
+	case "state":
+		var st State
+		if err := unmarshal(line, &st); err != nil {
+			return err
+		}
+		cl.state = &st
+		deliver(cl, nil)
+	case "pong":
+		deliver(cl, nil)
+	case "error":
+		deliver(cl, remoteError(f.Code, f.Msg))
+	}
+	return nil
+}
+
+// deliver completes a call once; later replies for it are dropped.
+func deliver(cl *call, err error) {
+	select {
+	case cl.reply <- err:
+	default:
+	}
+}
