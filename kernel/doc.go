@@ -1,9 +1,41 @@
 // Package kernel holds the wire protocol between the host and the Python
 // kernel inside a sandbox container, and the Go client that speaks it over any
-// byte stream (in practice a `docker exec` stream to agentbox_bridge.py).
+// byte stream (in practice a `docker exec -i` stream to agentbox_bridge.py,
+// which joins it to the init's abstract Unix socket).
 //
-// The protocol is one JSON object per line in each direction. On connect the
-// init announces itself with a "hello" frame carrying ProtocolVersion; the
-// client refuses any other version and says to rebuild the image with
-// sandbox-setup.
+// # Lifecycle
+//
+// NewClient reads the init's hello and refuses a protocol version other than
+// ProtocolVersion (the image is stale: run sandbox-setup). The client is then
+// safe for concurrent use until Close. Calls take a context; when an
+// Execute's context ends the code is interrupted, and the result is still
+// returned once the kernel reports it.
+//
+// # Wire protocol
+//
+// One JSON object per line, in each direction. Client requests:
+//
+//	{"type":"execute","req":"1","id":"call-7","code":"x+1","timeout":30}
+//	{"type":"get","req":"2","id":"call-7"}          result of an execution by id (waits if running)
+//	{"type":"interrupt","id":"call-7"}              SIGINT to it (or drop it if still queued)
+//	{"type":"inspect","req":"3"}                    namespace summary
+//	{"type":"ping","req":"4"}
+//
+// Init frames:
+//
+//	{"type":"hello","protocol":1,"kernel_pid":12,"python":"3.14.8","restarts":0,...}
+//	{"type":"accepted","req":"1","id":"call-7","duplicate":false}
+//	{"type":"started","id":"call-7","execution_count":3}
+//	{"type":"stream","id":"call-7","name":"stdout","text":"..."}
+//	{"type":"display","id":"call-7","kind":"execute_result","data":{"text/plain":"42"}}
+//	{"type":"result","id":"call-7","execution_count":3,"status":"ok","error":null,
+//	 "timed_out":false,"interrupted":false,"kernel_restarted":false,"state_lost":false,
+//	 "truncated":{},"duration_ms":0.4,"replayed":false}
+//	{"type":"state","req":"3","variables":[...],"modules":[...]}
+//	{"type":"error","req":"2","code":"unknown_execution","message":"..."}
+//
+// Frames of an execution go to every client that asked for it (by execute or
+// get) and to no other. The init keeps the last results (events included), so
+// an execute with a known id, or a get, replays them with "replayed": true
+// instead of running the code again.
 package kernel
