@@ -221,6 +221,9 @@ func (c *Client) finish(cl *call, err error, ctxErr error) (*Result, error) {
 	res := cl.res
 	res.Stdout = cl.out.String()
 	res.Stderr = cl.errb.String()
+	if res.Outputs == nil {
+		res.Outputs = []Output{} // "results": [] in JSON, never null
+	}
 	if errors.Is(ctxErr, context.DeadlineExceeded) {
 		res.TimedOut = true
 		res.Interrupted = false

@@ -172,9 +172,12 @@ func DialErr(ctx context.Context, cli *docker.Client, id string) (*kernel.Client
 	}
 }
 
-// Sweep removes every container a test run left behind.
-func Sweep(ctx context.Context, cli *docker.Client) error {
-	list, err := cli.ListContainers(ctx, LabelTest)
+// Sweep removes every container a test run left behind: those carrying
+// LabelTest and, when given, every one of labels ("key=value" or "key"), so
+// that a test can sweep its own leftovers without removing the containers of
+// test binaries running at the same time.
+func Sweep(ctx context.Context, cli *docker.Client, labels ...string) error {
+	list, err := cli.ListContainers(ctx, append([]string{LabelTest}, labels...)...)
 	if err != nil {
 		return err
 	}

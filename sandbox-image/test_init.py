@@ -1,0 +1,129 @@
+"""Tests of the init against the golden transcripts in kernel/testdata.
+
+The same transcripts drive the Go client's tests (kernel/golden_test.go), so
+the two sides of the protocol cannot drift apart. Run inside the sandbox image
+(sandbox-image/init_test.go does) or anywhere with python3:
+
+    python3 test_init.py ../kernel/testdata
+"""
+
+import glob
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+GOLDEN = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "kernel", "testdata")
+TERMINAL = ("result", "error", "state")
+
+
+def load(path):
+    hello, steps = None, []
+    with open(path) as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if not line or line.startswith("#"):
+                continue
+            kind, obj = line[0], json.loads(line[2:])
+            if kind == "<":
+                if hello is None:
+                    hello = obj
+                else:
+                    steps[-1]["frames"].append(obj)
+            elif kind == ">":
+                steps.append({"request": obj, "frames": []})
+    return hello, steps
+
+
+def merge_streams(frames):
+    out = []
+    for f in frames:
+        if f["type"] == "stream" and out and out[-1]["type"] == "stream" and out[-1]["name"] == f["name"]:
+            out[-1] = dict(out[-1], text=out[-1]["text"] + f["text"])
+        else:
+            out.append(dict(f))
+    return out
+
+
+def matches(want, got, req):
+    if want == "$any":
+        return True
+    if want == "$req":
+        return got == req
+    if isinstance(want, dict):
+        return isinstance(got, dict) and all(matches(v, got.get(k), req) for k, v in want.items())
+    if isinstance(want, list):
+        return isinstance(got, list) and len(want) == len(got) and all(matches(w, g, req) for w, g in zip(want, got))
+    return want == got
+
+
+class Init:
+    def __init__(self, name):
+        env = dict(os.environ, AGENTBOX_SOCKET="@" + name)
+        self.proc = subprocess.Popen([sys.executable, "-u", os.path.join(HERE, "agentbox_init.py")], env=env, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 10
+        while True:
+            try:
+                self.sock = socket.socket(socket.AF_UNIX)
+                self.sock.connect("\0" + name)
+                break
+            except OSError:
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.05)
+        self.file = self.sock.makefile("rwb")
+
+    def recv(self):
+        line = self.file.readline()
+        if not line:
+            raise EOFError("the init closed the connection")
+        return json.loads(line)
+
+    def send(self, msg):
+        self.file.write((json.dumps(msg) + "\n").encode())
+        self.file.flush()
+
+    def close(self):
+        self.sock.close()
+        self.proc.terminate()
+        self.proc.wait(10)
+
+
+class GoldenTest(unittest.TestCase):
+    def replay(self, path):
+        hello, steps = load(path)
+        init = Init("golden-%d-%s" % (os.getpid(), os.path.basename(path)))
+        try:
+            got = init.recv()
+            self.assertTrue(matches(hello, got, None), "hello %r, want %r" % (got, hello))
+            for i, step in enumerate(steps):
+                req = "r%d" % i
+                init.send(dict(step["request"], req=req))
+                frames = []
+                while not frames or frames[-1]["type"] not in TERMINAL:
+                    frames.append(init.recv())
+                want, got = merge_streams(step["frames"]), merge_streams(frames)
+                self.assertEqual(len(want), len(got), "%s step %d: frames\n got %r\nwant %r" % (path, i, got, want))
+                for w, g in zip(want, got):
+                    self.assertTrue(matches(w, g, req), "%s step %d:\n got %r\nwant %r" % (path, i, g, w))
+        finally:
+            init.close()
+
+
+def _add_tests():
+    paths = sorted(glob.glob(os.path.join(GOLDEN, "*.jsonl")))
+    if not paths:
+        raise SystemExit("no transcripts in %s" % GOLDEN)
+    for path in paths:
+        name = "test_" + os.path.basename(path).replace(".jsonl", "")
+        setattr(GoldenTest, name, lambda self, p=path: self.replay(p))
+
+
+_add_tests()
+
+if __name__ == "__main__":
+    unittest.main(argv=[sys.argv[0], "-v"])
