@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -124,6 +125,9 @@ func (c *Client) Close() error {
 	c.mu.Unlock()
 	err := c.rw.Close()
 	<-c.done
+	if errors.Is(err, net.ErrClosed) {
+		err = nil
+	}
 	return err
 }
 
@@ -352,6 +356,9 @@ func (c *Client) readLoop(fr *frameReader) {
 		c.err = err
 	}
 	final := c.err
+	// Nothing more can be read, so nothing written can be answered: close
+	// the stream so that a writer blocked on it returns.
+	_ = c.rw.Close()
 	pending := make([]*call, 0, len(c.reqs))
 	for _, cl := range c.reqs {
 		pending = append(pending, cl)
