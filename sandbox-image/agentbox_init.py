@@ -154,10 +154,13 @@ class Client:
         sock.setblocking(False)
 
     def send(self, msg):
+        # Frames are queued and written once per turn of the event loop, so
+        # the frames one event produces (accepted + started, say) cross the
+        # bridge and the engine's stream as one write.
         if self.closed:
             return
         self.wbuf += encode(msg)
-        self.flush()
+        self.init.dirty.add(self)
 
     def flush(self):
         while self.wbuf and not self.closed:
@@ -262,6 +265,7 @@ class Init:
     def __init__(self):
         self.sel = selectors.DefaultSelector()
         self.clients = set()
+        self.dirty = set()  # clients with frames queued this turn
         self.executions = collections.OrderedDict()  # id -> Execution (queued, running, done)
         self.queue = collections.deque()  # Execution or ("inspect", client, req)
         self.current = None  # Execution or inspect tuple in the worker
@@ -344,7 +348,6 @@ class Init:
         os.close(err_w)
         os.set_blocking(out_r, False)
         os.set_blocking(err_r, False)
-        parent.setblocking(False)
         self.worker = Worker(pid, parent, out_r, err_r, oom)
         self.sel.register(parent, selectors.EVENT_READ, "ctrl")
         self.sel.register(out_r, selectors.EVENT_READ, "stdout")
@@ -385,7 +388,7 @@ class Init:
     def read_ctrl(self):
         w = self.worker
         try:
-            data = w.ctrl.recv(1 << 20)
+            data = w.ctrl.recv(1 << 20, socket.MSG_DONTWAIT)
         except (BlockingIOError, InterruptedError):
             return
         except OSError:
@@ -654,13 +657,9 @@ class Init:
     def send_worker(self, msg):
         w = self.worker
         try:
-            w.ctrl.setblocking(True)
             w.ctrl.sendall(encode(msg))
         except OSError as e:
             log("send to the kernel: %s" % e)  # its death is handled by SIGCHLD
-        finally:
-            if w.ctrl is not None:
-                w.ctrl.setblocking(False)
 
     def drop_client(self, client):
         if client.closed:
@@ -744,6 +743,8 @@ class Init:
                 elif isinstance(what, Client):
                     what.on_event(mask)
             self.timers(time.monotonic())
+            while self.dirty:
+                self.dirty.pop().flush()
 
     def accept(self):
         while True:
