@@ -1,22 +1,17 @@
 package main
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/agentbox/agentbox/internal/docker"
 	"github.com/agentbox/agentbox/internal/dockertest"
-	"github.com/agentbox/agentbox/kernel"
-	sandboximage "github.com/agentbox/agentbox/sandbox-image"
 )
 
 const bogusHost = "unix:///nonexistent/docker.sock"
@@ -40,42 +35,6 @@ func suffix(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return hex.EncodeToString(b)
-}
-
-// staleImage imports a one-file root filesystem labelled like a sandbox image
-// built from other sources, removed when the test ends. It returns the tag.
-func staleImage(t *testing.T, cli *docker.Client) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	body := []byte("agentbox test image\n")
-	if err := tw.WriteHeader(&tar.Header{Name: "README", Mode: 0o644, Size: int64(len(body)), ModTime: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tw.Write(body); err != nil {
-		t.Fatal(err)
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	tag := "agentbox-test-stale:" + suffix(t)
-	err := cli.ImportImage(ctx, &buf, tag, []string{
-		"LABEL " + sandboximage.LabelSourceHash + "=0000",
-		"LABEL " + sandboximage.LabelProtocol + "=" + strconv.Itoa(kernel.ProtocolVersion),
-	})
-	if err != nil {
-		t.Fatalf("import stale image: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := cli.RemoveImage(ctx, tag); err != nil {
-			t.Errorf("remove %s: %v", tag, err)
-		}
-	})
-	return tag
 }
 
 func TestPlainRunWithCurrentImageBuildsNothing(t *testing.T) {
@@ -119,7 +78,7 @@ func TestPlainRunWithCurrentImageBuildsNothing(t *testing.T) {
 func TestCheck(t *testing.T) {
 	cli := dockertest.Engine(t)
 	image := dockertest.Image(t)
-	stale := staleImage(t, cli)
+	stale := dockertest.StaleImage(t, "agentbox-test-stale")
 	missing := "agentbox-test-missing:" + suffix(t)
 	tests := []struct {
 		name     string

@@ -1,19 +1,16 @@
 package imagesetup_test
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/agentbox/agentbox/internal/docker"
 	"github.com/agentbox/agentbox/internal/dockertest"
 	"github.com/agentbox/agentbox/internal/imagesetup"
 	"github.com/agentbox/agentbox/kernel"
@@ -34,52 +31,6 @@ func timeout(t *testing.T, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-// staleImage imports a one-file root filesystem as a new image with prefix
-// as its repository, labelled like a sandbox image built from other sources,
-// and removes it when the test ends. It returns the tag.
-func staleImage(t *testing.T, cli *docker.Client, prefix string) string {
-	t.Helper()
-	ctx := timeout(t, time.Minute)
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	body := []byte("agentbox test image\n")
-	if err := tw.WriteHeader(&tar.Header{Name: "README", Mode: 0o644, Size: int64(len(body)), ModTime: time.Now()}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tw.Write(body); err != nil {
-		t.Fatal(err)
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	tag := prefix + ":" + suffix(t)
-	err := cli.ImportImage(ctx, &buf, tag, []string{
-		"LABEL " + sandboximage.LabelSourceHash + "=0000",
-		"LABEL " + sandboximage.LabelProtocol + "=" + strconv.Itoa(kernel.ProtocolVersion),
-	})
-	if err != nil {
-		t.Fatalf("import stale image: %v", err)
-	}
-	img, err := cli.InspectImage(ctx, tag)
-	if err != nil {
-		t.Fatalf("inspect stale image: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		// The tag first (it may point at a rebuilt image by now: removing
-		// the tag only untags an image that has other names), then the
-		// imported image itself by its ID.
-		if err := cli.RemoveImage(ctx, tag); err != nil {
-			t.Errorf("remove %s: %v", tag, err)
-		}
-		if err := cli.RemoveImage(ctx, img.ID); err != nil {
-			t.Errorf("remove %s (%s): %v", tag, img.ID, err)
-		}
-	})
-	return tag
 }
 
 func TestCheckCurrentImage(t *testing.T) {
@@ -105,7 +56,7 @@ func TestCheckCurrentImage(t *testing.T) {
 
 func TestCheck(t *testing.T) {
 	cli := dockertest.Engine(t)
-	stale := staleImage(t, cli, "agentbox-test-stale")
+	stale := dockertest.StaleImage(t, "agentbox-test-stale")
 	missing := "agentbox-test-missing:" + suffix(t)
 	tests := []struct {
 		name        string
@@ -157,7 +108,7 @@ func TestEnsureRebuildsStaleImage(t *testing.T) {
 		t.Logf("%s was built on %s, not on a bootstrapped base: rebuilding on it", image, base)
 		opts.Base = base
 	}
-	tag := staleImage(t, cli, "agentbox-test-rebuild")
+	tag := dockertest.StaleImage(t, "agentbox-test-rebuild")
 	opts.Image = tag
 
 	var buf bytes.Buffer
