@@ -98,6 +98,8 @@ func (c *Client) classify(err error) error {
 		return &UnreachableError{Host: c.host, Err: err}
 	case cerrdefs.IsNotFound(err):
 		return fmt.Errorf("%w: %w", ErrNotFound, err)
+	case cerrdefs.IsConflict(err):
+		return fmt.Errorf("%w: %w", ErrConflict, err)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err
 	}

@@ -2,9 +2,11 @@ package docker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/docker/docker/api/types/container"
@@ -127,6 +129,7 @@ type ContainerState struct {
 	Status    string
 	ExitCode  int
 	OOMKilled bool
+	Created   time.Time
 	StartedAt time.Time
 }
 
@@ -136,7 +139,8 @@ func (c *Client) InspectContainer(ctx context.Context, id string) (ContainerStat
 	if err != nil {
 		return ContainerState{}, fmt.Errorf("inspect container %s: %w", short(id), c.classify(err))
 	}
-	st := ContainerState{ID: resp.ID, Name: resp.Name, Image: resp.Image}
+	st := ContainerState{ID: resp.ID, Name: strings.TrimPrefix(resp.Name, "/"), Image: resp.Image}
+	st.Created, _ = time.Parse(time.RFC3339Nano, resp.Created)
 	if resp.Config != nil {
 		st.Labels = resp.Config.Labels
 	}
@@ -163,13 +167,46 @@ func (c *Client) ListContainers(ctx context.Context, labels ...string) ([]Contai
 	}
 	out := make([]ContainerState, 0, len(list))
 	for _, s := range list {
-		st := ContainerState{ID: s.ID, Image: s.ImageID, Labels: s.Labels, Running: s.State == "running", Status: s.State}
+		st := ContainerState{ID: s.ID, Image: s.ImageID, Labels: s.Labels, Running: s.State == "running", Status: s.State, Created: time.Unix(s.Created, 0)}
 		if len(s.Names) > 0 {
-			st.Name = s.Names[0]
+			st.Name = strings.TrimPrefix(s.Names[0], "/")
 		}
 		out = append(out, st)
 	}
 	return out, nil
+}
+
+// RenameContainer gives container id a new name; ErrConflict if the name is
+// taken.
+func (c *Client) RenameContainer(ctx context.Context, id, name string) error {
+	if err := c.api.ContainerRename(ctx, id, name); err != nil {
+		return fmt.Errorf("rename container %s to %s: %w", short(id), name, c.classify(err))
+	}
+	return nil
+}
+
+// MemoryUsage returns the memory a running container uses now, in bytes, as
+// `docker stats` counts it (page cache that can be reclaimed excluded).
+func (c *Client) MemoryUsage(ctx context.Context, id string) (int64, error) {
+	resp, err := c.api.ContainerStatsOneShot(ctx, id)
+	if err != nil {
+		return 0, fmt.Errorf("stats of container %s: %w", short(id), c.classify(err))
+	}
+	defer resp.Body.Close()
+	var st container.StatsResponse
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		return 0, fmt.Errorf("stats of container %s: %w", short(id), err)
+	}
+	used := int64(st.MemoryStats.Usage)
+	// cgroup v1 reports cache under total_inactive_file, v2 under
+	// inactive_file; docker stats subtracts it, and so do we.
+	for _, k := range []string{"total_inactive_file", "inactive_file"} {
+		if v, ok := st.MemoryStats.Stats[k]; ok && int64(v) < used {
+			used -= int64(v)
+			break
+		}
+	}
+	return used, nil
 }
 
 // Logs returns what the container wrote to its stdout and stderr.

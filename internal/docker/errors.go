@@ -8,6 +8,9 @@ import (
 var (
 	// ErrNotFound means the image or container does not exist.
 	ErrNotFound = errors.New("not found")
+	// ErrConflict means a name is already taken (or the object is in a state
+	// that forbids the operation).
+	ErrConflict = errors.New("conflict")
 	// ErrUnreachable means no Docker engine answered.
 	ErrUnreachable = errors.New("docker engine unreachable")
 )

@@ -1,0 +1,162 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Session is the record of one session: its container and its state.
+type Session struct {
+	Namespace string // the tenant or caller group; "" is a namespace like any other
+	ID        string // filesystem-safe id derived from Key by the caller
+	Key       string // the caller's session key
+
+	ContainerID string
+	Image       string
+	Storage     string // where the session's files live
+
+	Created        time.Time
+	LastUsed       time.Time
+	ExecutionCount int
+
+	Stopped    time.Time // zero while running
+	StopReason string    // why it stopped: "idle", "stopped", "lost"...
+
+	Limits map[string]string // resource limits by name: "memory", "cpus", "pids"...
+}
+
+// PutSession inserts or replaces the session with s's namespace and id, as
+// running: Stopped and StopReason are cleared, whatever s holds.
+func (s *Store) PutSession(ctx context.Context, sess Session) error {
+	if sess.ID == "" {
+		return fmt.Errorf("put session %q: empty id", sess.Key)
+	}
+	limits, err := json.Marshal(sess.Limits)
+	if err != nil {
+		return fmt.Errorf("put session %s: %w", sess.ID, err)
+	}
+	if sess.Limits == nil {
+		limits = []byte("{}")
+	}
+	_, err = s.db.ExecContext(ctx, `INSERT INTO sessions
+		(namespace, id, key, container_id, image, storage, created, last_used, execution_count, stopped, stop_reason, limits)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, '', '', ?)
+		ON CONFLICT (namespace, id) DO UPDATE SET
+			key = excluded.key, container_id = excluded.container_id, image = excluded.image,
+			storage = excluded.storage, created = excluded.created, last_used = excluded.last_used,
+			execution_count = excluded.execution_count, stopped = '', stop_reason = '', limits = excluded.limits`,
+		sess.Namespace, sess.ID, sess.Key, sess.ContainerID, sess.Image, sess.Storage,
+		formatTime(sess.Created), formatTime(sess.LastUsed), sess.ExecutionCount, string(limits))
+	if err != nil {
+		return fmt.Errorf("put session %s: %w", sess.ID, err)
+	}
+	return nil
+}
+
+// TouchSession records that the session was used at lastUsed and has run
+// executionCount executions. It returns ErrNotFound if there is no such
+// session.
+func (s *Store) TouchSession(ctx context.Context, ns, id string, lastUsed time.Time, executionCount int) error {
+	return s.updateSession(ctx, "touch", ns, id,
+		`UPDATE sessions SET last_used = ?, execution_count = ? WHERE namespace = ? AND id = ?`,
+		formatTime(lastUsed), executionCount, ns, id)
+}
+
+// StopSession records that the session stopped at at, for reason. It returns
+// ErrNotFound if there is no such session.
+func (s *Store) StopSession(ctx context.Context, ns, id string, at time.Time, reason string) error {
+	return s.updateSession(ctx, "stop", ns, id,
+		`UPDATE sessions SET stopped = ?, stop_reason = ? WHERE namespace = ? AND id = ?`,
+		formatTime(at), reason, ns, id)
+}
+
+// updateSession runs an UPDATE of one session row.
+func (s *Store) updateSession(ctx context.Context, op, ns, id, query string, args ...any) error {
+	res, err := s.db.ExecContext(ctx, query, args...)
+	if err == nil {
+		var n int64
+		if n, err = res.RowsAffected(); err == nil && n == 0 {
+			err = ErrNotFound
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%s session %s/%s: %w", op, ns, id, err)
+	}
+	return nil
+}
+
+// sessionColumns is the column list scanSession reads.
+const sessionColumns = `namespace, id, key, container_id, image, storage, created, last_used,
+	execution_count, stopped, stop_reason, limits`
+
+// Session returns the session with namespace ns and id id, or ErrNotFound.
+func (s *Store) Session(ctx context.Context, ns, id string) (Session, error) {
+	row := s.db.QueryRowContext(ctx, `SELECT `+sessionColumns+` FROM sessions WHERE namespace = ? AND id = ?`, ns, id)
+	sess, err := scanSession(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = ErrNotFound
+	}
+	if err != nil {
+		return Session{}, fmt.Errorf("get session %s/%s: %w", ns, id, err)
+	}
+	return sess, nil
+}
+
+// Sessions returns the sessions of namespace ns, or of every namespace when
+// ns is "", running and stopped, most recently used first.
+func (s *Store) Sessions(ctx context.Context, ns string) ([]Session, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+sessionColumns+` FROM sessions
+		WHERE ? = '' OR namespace = ? ORDER BY last_used DESC, namespace, id`, ns, ns)
+	if err != nil {
+		return nil, fmt.Errorf("list sessions: %w", err)
+	}
+	defer rows.Close()
+	var out []Session
+	for rows.Next() {
+		sess, err := scanSession(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list sessions: %w", err)
+		}
+		out = append(out, sess)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list sessions: %w", err)
+	}
+	return out, nil
+}
+
+// scanner is a *sql.Row or *sql.Rows.
+type scanner interface{ Scan(dest ...any) error }
+
+// scanSession reads one row of sessionColumns. An empty Limits reads as nil.
+func scanSession(sc scanner) (Session, error) {
+	var (
+		sess                       Session
+		created, used, stop, limit string
+	)
+	err := sc.Scan(&sess.Namespace, &sess.ID, &sess.Key, &sess.ContainerID, &sess.Image, &sess.Storage,
+		&created, &used, &sess.ExecutionCount, &stop, &sess.StopReason, &limit)
+	if err != nil {
+		return Session{}, err
+	}
+	if sess.Created, err = parseTime(created); err != nil {
+		return Session{}, err
+	}
+	if sess.LastUsed, err = parseTime(used); err != nil {
+		return Session{}, err
+	}
+	if sess.Stopped, err = parseTime(stop); err != nil {
+		return Session{}, err
+	}
+	if err := json.Unmarshal([]byte(limit), &sess.Limits); err != nil {
+		return Session{}, fmt.Errorf("limits: %w", err)
+	}
+	if len(sess.Limits) == 0 {
+		sess.Limits = nil
+	}
+	return sess, nil
+}

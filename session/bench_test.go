@@ -1,0 +1,212 @@
+package session_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/internal/dockertest"
+	"github.com/agentbox/agentbox/internal/imagesetup"
+	"github.com/agentbox/agentbox/kernel"
+)
+
+type samples []time.Duration
+
+func (s samples) pct(p float64) time.Duration {
+	c := slices.Clone(s)
+	slices.Sort(c)
+	return c[int(float64(len(c)-1)*p)]
+}
+
+func report(b *testing.B, name string, s, floor samples) {
+	b.ReportMetric(float64(s.pct(0.5).Microseconds())/1000, name+"-med-ms")
+	b.ReportMetric(float64(s.pct(0.9).Microseconds())/1000, name+"-p90-ms")
+	if floor != nil {
+		b.ReportMetric(float64(s.pct(0.5))/float64(floor.pct(0.5)), name+"/floor")
+	}
+}
+
+// coldFloor is the floor of a cold start: create and start a container of
+// the same image and shape running `python3 -c pass`, until it exits.
+func coldFloor(b *testing.B) time.Duration {
+	cli := dockertest.Engine(b)
+	spec := imagesetup.LockedDown(dockertest.Image(b))
+	spec.Entrypoint = []string{"python3", "-c", "pass"}
+	spec.Labels = map[string]string{dockertest.LabelTest: b.Name()}
+	ctx := context.Background()
+	start := time.Now()
+	id, err := cli.CreateContainer(ctx, spec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if code, err := cli.Wait(ctx, id); err != nil || code != 0 {
+		b.Fatalf("floor container: exit %d, %v", code, err)
+	}
+	d := time.Since(start)
+	if err := cli.RemoveContainer(ctx, id); err != nil {
+		b.Fatal(err)
+	}
+	return d
+}
+
+// BenchmarkColdStart measures a new session's first result (container
+// create, start, kernel connect, `pass`) against the floor, interleaved.
+func BenchmarkColdStart(b *testing.B) {
+	m := newManager(b, nil)
+	ctx := context.Background()
+	var floor, cold samples
+	for i := 0; i < 10; i++ {
+		floor = append(floor, coldFloor(b))
+		key := fmt.Sprintf("cold-%d", i)
+		start := time.Now()
+		if _, err := m.Exec(ctx, key, "pass"); err != nil {
+			b.Fatal(err)
+		}
+		cold = append(cold, time.Since(start))
+		if err := m.Stop(ctx, key); err != nil {
+			b.Fatal(err)
+		}
+	}
+	report(b, "floor", floor, nil)
+	report(b, "cold", cold, floor)
+}
+
+// BenchmarkWarmAcquire measures a new key's first result when a warm
+// container waits (goal: under 20 ms median, 10× faster than a cold start).
+func BenchmarkWarmAcquire(b *testing.B) {
+	cfg := testConfig(b, func(c *config.Config) { c.PoolSize = 1 })
+	m := managerFor(b, cfg, namespace())
+	ctx := context.Background()
+	var warm, cold samples
+	for i := 0; i < 10; i++ {
+		for deadline := time.Now().Add(time.Minute); m.PoolReady() < 1; {
+			if time.Now().After(deadline) {
+				b.Fatal("pool never refilled")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		key := fmt.Sprintf("warm-%d", i)
+		start := time.Now()
+		if _, err := m.Exec(ctx, key, "pass"); err != nil {
+			b.Fatal(err)
+		}
+		warm = append(warm, time.Since(start))
+		if err := m.Stop(ctx, key); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// Cold starts in the same run, the pool being empty right after a take.
+	mc := newManager(b, nil)
+	for i := 0; i < 5; i++ {
+		key := fmt.Sprintf("cold-%d", i)
+		start := time.Now()
+		if _, err := mc.Exec(ctx, key, "pass"); err != nil {
+			b.Fatal(err)
+		}
+		cold = append(cold, time.Since(start))
+		mc.Stop(ctx, key)
+	}
+	report(b, "warm", warm, nil)
+	report(b, "cold", cold, nil)
+	b.ReportMetric(float64(cold.pct(0.5))/float64(warm.pct(0.5)), "cold/warm")
+}
+
+// BenchmarkExecRoundTrip measures `pass` through the Manager against the
+// same kernel reached directly by a kernel client, interleaved.
+func BenchmarkExecRoundTrip(b *testing.B) {
+	m := newManager(b, nil)
+	ctx := context.Background()
+	info, err := m.Start(ctx, "rt")
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := dockertest.Dial(b, info.ContainerID)
+	var direct, viaManager samples
+	for i := 0; i < 220; i++ {
+		start := time.Now()
+		if _, err := c.Execute(ctx, kernel.ExecRequest{Code: "pass"}, nil); err != nil {
+			b.Fatal(err)
+		}
+		d := time.Since(start)
+		start = time.Now()
+		if _, err := m.Exec(ctx, "rt", "pass"); err != nil {
+			b.Fatal(err)
+		}
+		if i >= 20 {
+			direct, viaManager = append(direct, d), append(viaManager, time.Since(start))
+		}
+	}
+	report(b, "kernel", direct, nil)
+	report(b, "manager", viaManager, direct)
+}
+
+// BenchmarkIdleMemory reports what an idle session uses with nothing
+// imported (goal: under 40 MiB).
+func BenchmarkIdleMemory(b *testing.B) {
+	m := newManager(b, nil)
+	ctx := context.Background()
+	for i := 0; i < 3; i++ {
+		if _, err := m.Exec(ctx, fmt.Sprintf("idle-%d", i), "pass"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	time.Sleep(time.Second)
+	list, err := m.List(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var mem []int64
+	for _, in := range list {
+		mem = append(mem, in.MemoryBytes)
+	}
+	slices.Sort(mem)
+	b.ReportMetric(float64(mem[len(mem)/2])/(1<<20), "idle-MiB")
+}
+
+// BenchmarkFiftySessions creates 50 sessions at once, each computing
+// sum(range(10**6)): total time and errors (goal: none).
+func BenchmarkFiftySessions(b *testing.B) {
+	m := newManager(b, nil)
+	const n = 50
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	var each samples
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			t0 := time.Now()
+			res, err := m.Exec(ctx, fmt.Sprintf("many-%d", i), "sum(range(10**6))")
+			mu.Lock()
+			defer mu.Unlock()
+			each = append(each, time.Since(t0))
+			if err == nil && (res.Error != nil || plain(res) != "499999500000") {
+				err = fmt.Errorf("wrong result %+v", res)
+			}
+			if err != nil {
+				errs = append(errs, err)
+			}
+		}()
+	}
+	wg.Wait()
+	total := time.Since(start)
+	for _, err := range errs {
+		b.Log(err)
+	}
+	b.ReportMetric(total.Seconds(), "total-s")
+	b.ReportMetric(float64(len(errs)), "errors")
+	report(b, "each", each, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if _, err := m.StopAll(ctx); err != nil {
+		b.Fatal(err)
+	}
+}

@@ -1,0 +1,214 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentbox/agentbox/config"
+)
+
+// create starts a container for e, from the warm pool when it has one.
+func (m *Manager) create(ctx context.Context, e *entry) error {
+	if p := m.pool.take(); p != nil {
+		err := m.adopt(ctx, e, p)
+		if err == nil {
+			return nil
+		}
+		if errors.Is(err, ErrNameInUse) {
+			return err
+		}
+		m.log.Warn("warm container unusable, starting a new one", "container_id", shortID(p.id), "err", err)
+	}
+	var dir string
+	if m.cfg.SessionStorage == config.StorageBind {
+		dir = filepath.Join(m.cfg.SessionsRoot, e.id)
+		if err := m.makeDir(dir); err != nil {
+			return err
+		}
+	}
+	spec := m.spec(m.containerName(e.id), RoleSession, dir)
+	spec.Labels[LabelKey] = labelKey(e.key)
+	id, err := m.drv.Create(ctx, spec)
+	if err != nil {
+		return err
+	}
+	client, err := m.dial(ctx, id)
+	if err != nil {
+		if rmErr := m.drv.Remove(context.WithoutCancel(ctx), id); rmErr != nil {
+			err = errors.Join(err, rmErr)
+		}
+		return err
+	}
+	e.containerID, e.client = id, client
+	e.created = time.Now()
+	m.touch(e, e.created)
+	return m.record(ctx, e)
+}
+
+// labelKey keeps a key in a label only if it is printable and short; the
+// history database holds every key.
+func labelKey(key string) string {
+	if len(key) > 256 || strings.ContainsFunc(key, func(r rune) bool { return r < 0x20 || r == 0x7f || r == 0xfffd }) {
+		return ""
+	}
+	return key
+}
+
+// adopt hands a warm container to e: it is renamed to the key's name, and in
+// BIND mode its folder becomes the key's folder.
+func (m *Manager) adopt(ctx context.Context, e *entry, p *pooled) error {
+	name := m.containerName(e.id)
+	if err := m.drv.Rename(ctx, p.id, name); err != nil {
+		// Another process made this key's container first: ours goes back
+		// to being unused, and is removed.
+		m.removeBestEffort(p.id)
+		p.client.Close()
+		return err
+	}
+	if m.cfg.SessionStorage == config.StorageBind {
+		if err := m.claimDir(p.dir, filepath.Join(m.cfg.SessionsRoot, e.id)); err != nil {
+			m.removeBestEffort(p.id)
+			p.client.Close()
+			return err
+		}
+	}
+	e.containerID, e.client = p.id, p.client
+	e.created = time.Now()
+	m.touch(e, e.created)
+	return m.record(ctx, e)
+}
+
+// claimDir makes a warm container's folder the session folder dst. The bind
+// mount follows the folder when it is renamed; files a former session of the
+// same key left in dst are moved in first, as if dst had been mounted.
+func (m *Manager) claimDir(src, dst string) error {
+	old, err := os.ReadDir(dst)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("session folder: %w", err)
+	}
+	for _, f := range old {
+		if err := os.Rename(filepath.Join(dst, f.Name()), filepath.Join(src, f.Name())); err != nil {
+			return fmt.Errorf("session folder: %w", err)
+		}
+	}
+	if err == nil {
+		if err := os.Remove(dst); err != nil {
+			return fmt.Errorf("session folder: %w", err)
+		}
+	}
+	if err := os.Rename(src, dst); err != nil {
+		return fmt.Errorf("session folder: %w", err)
+	}
+	return nil
+}
+
+func (m *Manager) removeBestEffort(id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := m.drv.Remove(ctx, id); err != nil {
+		m.log.Warn("remove container", "container_id", shortID(id), "err", err)
+	}
+}
+
+// makeDir creates a session folder the sandbox user can write.
+func (m *Manager) makeDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("session folder: %w", err)
+	}
+	uid, gid, ok := numericUser(m.cfg.User)
+	if !ok || os.Geteuid() == uid {
+		return nil
+	}
+	if err := os.Chown(dir, uid, gid); err != nil {
+		// Not root: the sandbox user can only write if the folder is open
+		// to all. Say so rather than fail.
+		m.log.Warn("session folder open to all users: cannot give it to the sandbox user", "dir", dir, "err", err)
+		if err := os.Chmod(dir, 0o777); err != nil {
+			return fmt.Errorf("session folder: %w", err)
+		}
+	}
+	return nil
+}
+
+// numericUser parses "uid" or "uid:gid".
+func numericUser(u string) (uid, gid int, ok bool) {
+	us, gs, hasGID := strings.Cut(u, ":")
+	uid, err := strconv.Atoi(us)
+	if err != nil {
+		return 0, 0, false
+	}
+	gid = uid
+	if hasGID {
+		if gid, err = strconv.Atoi(gs); err != nil {
+			return 0, 0, false
+		}
+	}
+	return uid, gid, true
+}
+
+// spec is the container of a session (or of the warm pool), with every
+// setting from the configuration. dir is the BIND folder, empty in TMPFS mode.
+func (m *Manager) spec(name, role, dir string) Spec {
+	cfg := m.cfg
+	owner := "mode=1777"
+	if uid, gid, ok := numericUser(cfg.User); ok {
+		owner = fmt.Sprintf("uid=%d,gid=%d,mode=0700", uid, gid)
+	}
+	s := Spec{
+		Name:    name,
+		Image:   cfg.SandboxImage,
+		User:    cfg.User,
+		Labels:  m.labels(role),
+		Network: cfg.Network,
+		Env: []string{
+			"AGENTBOX_MAX_OUTPUT=" + strconv.Itoa(cfg.MaxOutputBytes),
+			"AGENTBOX_INTERRUPT_GRACE=" + strconv.FormatFloat(cfg.InterruptGrace.Seconds(), 'f', -1, 64),
+		},
+		ReadOnlyRoot:    cfg.ReadOnlyRoot,
+		Tmpfs:           map[string]string{"/tmp": "rw,nosuid,nodev,size=256m,mode=1777"},
+		MemoryBytes:     int64(cfg.MemoryMB) << 20,
+		NoSwap:          true,
+		NanoCPUs:        int64(cfg.CPUs * 1e9),
+		PidsLimit:       int64(cfg.PidsLimit),
+		CapDropAll:      true,
+		NoNewPrivileges: true,
+		Runtime:         cfg.Runtime,
+	}
+	for _, name := range cfg.EnvPassthrough {
+		if v, ok := m.lookup(name); ok {
+			s.Env = append(s.Env, name+"="+v)
+		}
+	}
+	if dir != "" {
+		s.Mounts = append(s.Mounts, Mount{Source: dir, Target: "/session"})
+	} else {
+		s.Tmpfs["/session"] = fmt.Sprintf("rw,nosuid,nodev,size=%dm,%s", cfg.TmpfsSizeMB, owner)
+	}
+	if cfg.DatasetAccess.UsesLocal() {
+		s.Mounts = append(s.Mounts, Mount{Source: cfg.DatasetsHostRO, Target: "/data", ReadOnly: true})
+	}
+	return s
+}
+
+// limits are the session's limits as session_metadata.json shows them.
+func (m *Manager) limits() map[string]string {
+	cfg := m.cfg
+	return map[string]string{
+		"memory_mb":      strconv.Itoa(cfg.MemoryMB),
+		"cpus":           strconv.FormatFloat(cfg.CPUs, 'f', -1, 64),
+		"pids":           strconv.Itoa(cfg.PidsLimit),
+		"network":        cfg.Network,
+		"user":           cfg.User,
+		"read_only_root": strconv.FormatBool(cfg.ReadOnlyRoot),
+		"runtime":        cfg.Runtime,
+		"tmpfs_size_mb":  strconv.Itoa(cfg.TmpfsSizeMB),
+		"exec_timeout_s": strconv.Itoa(int(cfg.ExecTimeout.Seconds())),
+		"max_output":     strconv.Itoa(cfg.MaxOutputBytes),
+	}
+}

@@ -1,0 +1,43 @@
+// Package session is agentbox's front door: a Manager pins one sandbox
+// container per session key (a conversation or thread id) and runs Python
+// code in the persistent kernel inside it.
+//
+// # Lifecycle
+//
+// NewManager checks the sandbox image, opens the history database
+// (ARTIFACTS_DB) and starts two background loops: the sweep, which removes
+// sessions idle for IDLE_TIMEOUT_S and containers no manager can use, and,
+// when POOL_SIZE > 0, the warm pool's filler. Exec on an unknown key starts
+// its container (or takes a warm one); on a known key it reuses it. Close
+// stops the loops, waits for calls in flight and removes the warm
+// containers; session containers keep running, and a Manager started later
+// (in this process or another, such as the agentbox command) reattaches to
+// them with their kernel state intact. After Close every call fails with
+// ErrClosed.
+//
+// Containers are named <namespace>_<session id>: the engine keeps names
+// unique, so two processes creating the same key end up with one container,
+// and a new process finds a key's container from the key alone (ID).
+//
+// # Concurrency
+//
+// A Manager is safe for concurrent use. Calls on one key are serialized in
+// this process (and the kernel serializes executions across processes);
+// calls on different keys run in parallel. Concurrent calls for the same new
+// key share one container start.
+//
+// # Contexts and errors
+//
+// Every call that waits takes a context. Ending it while code runs interrupts
+// the code (KeyboardInterrupt): the result still returns, flagged TimedOut or
+// Interrupted. A Python exception is data in Result.Error; a Go error means
+// the system failed and wraps one of this package's sentinels (ErrSessionLost,
+// ErrUnavailable, ErrImageMissing, ...) in an *Error naming the key.
+//
+// # Storage
+//
+// In TMPFS mode /session is RAM inside the container. In BIND mode it is
+// SESSIONS_ROOT/<session id> on the host, which also receives session.log,
+// session_metadata.json and python_state.json after every execution, and
+// stays when the session ends.
+package session

@@ -1,0 +1,140 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+
+	"github.com/agentbox/agentbox/internal/docker"
+	sandboximage "github.com/agentbox/agentbox/sandbox-image"
+)
+
+// dockerDriver is the Driver over the Docker engine; the Docker SDK itself
+// stays inside internal/docker.
+type dockerDriver struct {
+	cli *docker.Client
+}
+
+// NewDockerDriver returns the Docker Driver, reaching the engine the way the
+// docker command does (DOCKER_HOST and friends). Close it when done.
+func NewDockerDriver() (Driver, io.Closer, error) {
+	cli, err := docker.New()
+	if err != nil {
+		return nil, nil, classify(err)
+	}
+	return dockerDriver{cli: cli}, cli, nil
+}
+
+// classify maps engine errors onto the session package's sentinels, keeping
+// the engine's message.
+func classify(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, docker.ErrUnreachable):
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	case errors.Is(err, docker.ErrNotFound):
+		return fmt.Errorf("%w: %w", ErrContainerNotFound, err)
+	case errors.Is(err, docker.ErrConflict):
+		return fmt.Errorf("%w: %w", ErrNameInUse, err)
+	}
+	return err
+}
+
+func (d dockerDriver) Image(ctx context.Context, ref string) (Image, error) {
+	img, err := d.cli.InspectImage(ctx, ref)
+	if errors.Is(err, docker.ErrNotFound) {
+		return Image{}, fmt.Errorf("%w: %s: build it with sandbox-setup", ErrImageMissing, ref)
+	}
+	if err != nil {
+		return Image{}, classify(err)
+	}
+	return Image{ID: img.ID, Labels: img.Labels}, nil
+}
+
+func (d dockerDriver) Create(ctx context.Context, s Spec) (string, error) {
+	spec := docker.ContainerSpec{
+		Name:            s.Name,
+		Image:           s.Image,
+		Env:             s.Env,
+		User:            s.User,
+		Labels:          s.Labels,
+		NetworkMode:     s.Network,
+		ReadOnlyRoot:    s.ReadOnlyRoot,
+		Tmpfs:           s.Tmpfs,
+		MemoryBytes:     s.MemoryBytes,
+		NoSwap:          s.NoSwap,
+		NanoCPUs:        s.NanoCPUs,
+		PidsLimit:       s.PidsLimit,
+		CapDropAll:      s.CapDropAll,
+		NoNewPrivileges: s.NoNewPrivileges,
+		Runtime:         s.Runtime,
+	}
+	for _, m := range s.Mounts {
+		spec.Mounts = append(spec.Mounts, docker.Mount{Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly})
+	}
+	id, err := d.cli.CreateContainer(ctx, spec)
+	return id, classify(err)
+}
+
+func (d dockerDriver) Connect(ctx context.Context, id string) (io.ReadWriteCloser, error) {
+	s, err := d.cli.Exec(ctx, id, "", sandboximage.BridgeCommand())
+	if err != nil {
+		return nil, classify(err)
+	}
+	return s, nil
+}
+
+func (d dockerDriver) Inspect(ctx context.Context, idOrName string) (Container, error) {
+	st, err := d.cli.InspectContainer(ctx, idOrName)
+	if err != nil {
+		return Container{}, classify(err)
+	}
+	return container(st), nil
+}
+
+func (d dockerDriver) List(ctx context.Context, labels map[string]string) ([]Container, error) {
+	var filter []string
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		filter = append(filter, k+"="+labels[k])
+	}
+	list, err := d.cli.ListContainers(ctx, filter...)
+	if err != nil {
+		return nil, classify(err)
+	}
+	out := make([]Container, 0, len(list))
+	for _, st := range list {
+		out = append(out, container(st))
+	}
+	return out, nil
+}
+
+func (d dockerDriver) Rename(ctx context.Context, id, name string) error {
+	return classify(d.cli.RenameContainer(ctx, id, name))
+}
+
+func (d dockerDriver) Remove(ctx context.Context, id string) error {
+	return classify(d.cli.RemoveContainer(ctx, id))
+}
+
+func (d dockerDriver) MemoryUsage(ctx context.Context, id string) (int64, error) {
+	n, err := d.cli.MemoryUsage(ctx, id)
+	return n, classify(err)
+}
+
+func container(st docker.ContainerState) Container {
+	return Container{
+		ID:        st.ID,
+		Name:      st.Name,
+		Image:     st.Image,
+		Labels:    st.Labels,
+		Running:   st.Running,
+		Status:    st.Status,
+		ExitCode:  st.ExitCode,
+		OOMKilled: st.OOMKilled,
+		Created:   st.Created,
+	}
+}

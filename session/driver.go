@@ -1,0 +1,86 @@
+package session
+
+import (
+	"context"
+	"io"
+	"time"
+)
+
+// Driver is what the Manager needs from a container engine. The Docker
+// driver is the default; another engine is one new implementation.
+//
+// Errors: a container that does not exist is ErrContainerNotFound, a taken
+// name ErrNameInUse, a missing image ErrImageMissing, an unreachable engine
+// ErrUnavailable (each may be wrapped).
+type Driver interface {
+	// Image describes an image by reference.
+	Image(ctx context.Context, ref string) (Image, error)
+	// Create creates and starts a container. A container that was created
+	// but did not start is removed before the error returns.
+	Create(ctx context.Context, spec Spec) (id string, err error)
+	// Connect starts the kernel bridge in a running container and returns
+	// the byte stream joined to it.
+	Connect(ctx context.Context, id string) (io.ReadWriteCloser, error)
+	// Inspect describes a container by id or name.
+	Inspect(ctx context.Context, idOrName string) (Container, error)
+	// List returns the containers carrying every label in labels, running
+	// or not.
+	List(ctx context.Context, labels map[string]string) ([]Container, error)
+	// Rename renames a container.
+	Rename(ctx context.Context, id, name string) error
+	// Remove kills and removes a container; one already gone is no error.
+	Remove(ctx context.Context, id string) error
+}
+
+// memoryReader is the optional capability of a Driver to report a running
+// container's memory use.
+type memoryReader interface {
+	MemoryUsage(ctx context.Context, id string) (int64, error)
+}
+
+// Image is a sandbox image as a Driver describes it.
+type Image struct {
+	ID     string
+	Labels map[string]string
+}
+
+// Mount is a host folder mounted into a container.
+type Mount struct {
+	Source   string // absolute host path
+	Target   string // path in the container
+	ReadOnly bool
+}
+
+// Spec is a container to create. Every security setting is explicit, so a
+// Driver has nothing to choose.
+type Spec struct {
+	Name            string
+	Image           string
+	Env             []string
+	User            string
+	Labels          map[string]string
+	Network         string            // "none", "bridge", ...
+	ReadOnlyRoot    bool              // read-only root filesystem
+	Tmpfs           map[string]string // path -> mount options
+	Mounts          []Mount
+	MemoryBytes     int64 // 0 = unlimited
+	NoSwap          bool  // swap limited to nothing beyond MemoryBytes
+	NanoCPUs        int64 // 1e9 = one core
+	PidsLimit       int64
+	CapDropAll      bool
+	NoNewPrivileges bool
+	Runtime         string // OCI runtime name; "" = the engine's default
+}
+
+// Container is a container as a Driver describes it.
+type Container struct {
+	ID        string
+	Name      string
+	Image     string // image ID
+	Labels    map[string]string
+	Running   bool
+	Status    string // "running", "exited", ...
+	ExitCode  int
+	OOMKilled bool
+	Created   time.Time
+}

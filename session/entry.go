@@ -1,0 +1,280 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/kernel"
+)
+
+// startTimeout bounds creating a container and reaching its kernel.
+const startTimeout = 2 * time.Minute
+
+// entry is one session known to this process.
+type entry struct {
+	key, id string
+	ready   chan struct{} // closed when open finished; err says how
+	err     error
+	turn    chan struct{} // one slot: whoever holds it may use the session
+
+	// Guarded by turn.
+	containerID string
+	client      *kernel.Client
+	created     time.Time
+	execCount   int
+
+	// Guarded by Manager.mu.
+	lastUsed time.Time
+	gone     bool // dropped from the map: take a new entry
+}
+
+// acquire returns the key's session, opening (and, when create is set,
+// creating) it, with its turn held: call release when done.
+func (m *Manager) acquire(ctx context.Context, key string, create bool) (*entry, func(), error) {
+	if err := checkKey(key); err != nil {
+		return nil, nil, err
+	}
+	for {
+		e, err := m.entry(ctx, key, create)
+		if err != nil {
+			return nil, nil, err
+		}
+		select {
+		case e.turn <- struct{}{}:
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		}
+		m.mu.Lock()
+		gone, closed := e.gone, m.closed
+		m.mu.Unlock()
+		if closed {
+			<-e.turn
+			return nil, nil, ErrClosed
+		}
+		if gone {
+			<-e.turn
+			continue
+		}
+		return e, func() { <-e.turn }, nil
+	}
+}
+
+// entry returns the key's entry once it is open. Concurrent callers for a new
+// key share one opening, which runs on the Manager's lifetime so that one
+// caller giving up does not fail the others.
+func (m *Manager) entry(ctx context.Context, key string, create bool) (*entry, error) {
+	id := ID(key)
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil, ErrClosed
+	}
+	e := m.sessions[id]
+	if e == nil {
+		e = &entry{key: key, id: id, ready: make(chan struct{}), turn: make(chan struct{}, 1)}
+		m.sessions[id] = e
+		e.turn <- struct{}{} // held while opening, so the sweep keeps off
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			defer func() { <-e.turn }()
+			ctx, cancel := context.WithTimeout(m.bg, startTimeout)
+			defer cancel()
+			e.err = m.open(ctx, e, create)
+			if e.err != nil {
+				m.drop(e)
+			}
+			close(e.ready)
+		}()
+	}
+	m.mu.Unlock()
+	select {
+	case <-e.ready:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if e.err != nil {
+		if errors.Is(e.err, ErrNotFound) {
+			if create {
+				// A lookup-only caller opened it first; now create it.
+				return m.entry(ctx, key, create)
+			}
+			return nil, e.err
+		}
+		return nil, &Error{Op: "start", Key: key, Err: e.err}
+	}
+	return e, nil
+}
+
+// drop forgets e so that the next call on its key opens the session anew.
+func (m *Manager) drop(e *entry) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e.gone = true
+	if m.sessions[e.id] == e {
+		delete(m.sessions, e.id)
+	}
+}
+
+// open finds the key's container and connects to its kernel, or creates one.
+// A container that disappeared or died since the last use is reported once
+// as ErrSessionLost.
+func (m *Manager) open(ctx context.Context, e *entry, create bool) error {
+	name := m.containerName(e.id)
+	for attempt := 0; ; attempt++ {
+		c, err := m.drv.Inspect(ctx, name)
+		switch {
+		case err == nil && m.usable(c):
+			return m.attach(ctx, e, c)
+		case err == nil:
+			// Stopped, killed, or from an image this program cannot use:
+			// its state is gone either way.
+			reason := deathReason(c, m.image.ID)
+			if rmErr := m.drv.Remove(ctx, c.ID); rmErr != nil {
+				return rmErr
+			}
+			m.markStopped(ctx, e.id, "lost: "+reason)
+			return fmt.Errorf("%w: container %s %s", ErrSessionLost, shortID(c.ID), reason)
+		case !errors.Is(err, ErrContainerNotFound):
+			return err
+		}
+		row, rerr := m.store.Session(ctx, m.ns, e.id)
+		if rerr == nil && row.Stopped.IsZero() {
+			m.markStopped(ctx, e.id, "lost: removed")
+			return fmt.Errorf("%w: container %s was removed", ErrSessionLost, shortID(row.ContainerID))
+		}
+		if !create {
+			return ErrNotFound
+		}
+		err = m.create(ctx, e)
+		if errors.Is(err, ErrNameInUse) && attempt == 0 {
+			continue // another process created it first: use theirs
+		}
+		return err
+	}
+}
+
+// usable reports whether a container can serve a session now.
+func (m *Manager) usable(c Container) bool {
+	return c.Running && c.Image == m.image.ID
+}
+
+// deathReason says why a container cannot serve its session.
+func deathReason(c Container, image string) string {
+	switch {
+	case c.OOMKilled:
+		return "was killed: out of memory"
+	case !c.Running && c.ExitCode == 137:
+		return "was killed (exit code 137)"
+	case !c.Running:
+		return fmt.Sprintf("stopped (%s, exit code %d)", c.Status, c.ExitCode)
+	case c.Image != image:
+		return "runs another sandbox image"
+	}
+	return "is unusable"
+}
+
+// attach connects to the kernel of a running container and records the
+// session if no record exists.
+func (m *Manager) attach(ctx context.Context, e *entry, c Container) error {
+	client, err := m.dial(ctx, c.ID)
+	if err != nil {
+		return err
+	}
+	e.containerID, e.client = c.ID, client
+	e.execCount = client.Hello().ExecutionCount
+	now := time.Now()
+	row, err := m.store.Session(ctx, m.ns, e.id)
+	if err == nil && row.ContainerID == c.ID {
+		e.created = row.Created
+		m.touch(e, now)
+		return nil
+	}
+	e.created = c.Created
+	m.touch(e, now)
+	return m.record(ctx, e)
+}
+
+// record writes the session's row and, in BIND mode, its metadata file.
+func (m *Manager) record(ctx context.Context, e *entry) error {
+	m.mu.Lock()
+	last := e.lastUsed
+	m.mu.Unlock()
+	err := m.store.PutSession(ctx, store.Session{
+		Namespace:      m.ns,
+		ID:             e.id,
+		Key:            e.key,
+		ContainerID:    e.containerID,
+		Image:          m.cfg.SandboxImage,
+		Storage:        string(m.cfg.SessionStorage),
+		Created:        e.created,
+		LastUsed:       last,
+		ExecutionCount: e.execCount,
+		Limits:         m.limits(),
+	})
+	if err != nil {
+		return fmt.Errorf("record session: %w", err)
+	}
+	if m.cfg.SessionStorage == config.StorageBind {
+		m.writeMetadata(e, last)
+	}
+	return nil
+}
+
+func (m *Manager) touch(e *entry, t time.Time) {
+	m.mu.Lock()
+	e.lastUsed = t
+	m.mu.Unlock()
+}
+
+// markStopped records that a session ended; best effort, since the caller
+// already has a better error to report.
+func (m *Manager) markStopped(ctx context.Context, id, reason string) {
+	err := m.store.StopSession(context.WithoutCancel(ctx), m.ns, id, time.Now(), reason)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		m.log.Warn("record session end", "session_id", id, "err", err)
+	}
+}
+
+// dial connects to the kernel of container id, retrying while its init
+// starts.
+func (m *Manager) dial(ctx context.Context, id string) (*kernel.Client, error) {
+	delay := 10 * time.Millisecond
+	for {
+		rw, err := m.drv.Connect(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		c, err := kernel.NewClient(hctx, rw)
+		cancel()
+		if err == nil {
+			return c, nil
+		}
+		if errors.Is(err, kernel.ErrProtocolMismatch) {
+			return nil, fmt.Errorf("%w: %w", ErrImageStale, err)
+		}
+		if ctx.Err() != nil {
+			if s, ok := rw.(interface{ Stderr() string }); ok && s.Stderr() != "" {
+				return nil, fmt.Errorf("connect to the kernel: %w (bridge said: %s)", err, s.Stderr())
+			}
+			return nil, fmt.Errorf("connect to the kernel: %w", err)
+		}
+		// Did the container die while we waited for its kernel?
+		if c, ierr := m.drv.Inspect(ctx, id); ierr != nil || !c.Running {
+			if ierr != nil {
+				return nil, ierr
+			}
+			return nil, fmt.Errorf("%w: container %s %s", ErrSessionLost, shortID(id), deathReason(c, m.image.ID))
+		}
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+		}
+		delay = min(delay*2, 200*time.Millisecond)
+	}
+}

@@ -1,0 +1,64 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/agentbox/agentbox/kernel"
+)
+
+var (
+	// ErrClosed means the manager was closed; every call fails with it after
+	// Close.
+	ErrClosed = errors.New("session manager closed")
+	// ErrNotFound means no session exists for the key.
+	ErrNotFound = errors.New("no such session")
+	// ErrInvalidKey means a session key was empty or too long.
+	ErrInvalidKey = errors.New("invalid session key")
+	// ErrSessionLost means the session's container was removed, killed or
+	// stopped from outside (or the engine restarted): its state is gone. The
+	// next call on the key starts a fresh session.
+	ErrSessionLost = errors.New("session lost")
+	// ErrUnavailable means the container engine could not be reached.
+	ErrUnavailable = errors.New("sandbox engine unavailable")
+	// ErrImageMissing means the sandbox image does not exist: run sandbox-setup.
+	ErrImageMissing = errors.New("sandbox image missing")
+	// ErrImageStale means the sandbox image was built from other sources or
+	// speaks another protocol: run sandbox-setup.
+	ErrImageStale = errors.New("sandbox image stale")
+	// ErrUnknownExecution means neither the kernel nor the history knows an
+	// execution id. It is kernel.ErrUnknownExecution.
+	ErrUnknownExecution = kernel.ErrUnknownExecution
+
+	// ErrContainerNotFound is what a Driver returns for a container that does
+	// not exist.
+	ErrContainerNotFound = errors.New("container not found")
+	// ErrNameInUse is what a Driver returns when creating or renaming a
+	// container to a name another container has.
+	ErrNameInUse = errors.New("container name in use")
+)
+
+// Error is a failure of an operation on one session. It wraps the cause, so
+// errors.Is(err, ErrSessionLost) and the like work through it.
+type Error struct {
+	Op          string // "exec", "start", "stop", "fetch"
+	Key         string // the session key
+	ContainerID string // when known
+	Err         error
+}
+
+func (e *Error) Error() string {
+	if e.ContainerID != "" {
+		return fmt.Sprintf("session %s (container %s): %s: %v", quoteKey(e.Key), shortID(e.ContainerID), e.Op, e.Err)
+	}
+	return fmt.Sprintf("session %s: %s: %v", quoteKey(e.Key), e.Op, e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}

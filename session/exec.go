@@ -1,0 +1,262 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/kernel"
+)
+
+// ExecOption tunes one execution.
+type ExecOption func(*execOptions)
+
+type execOptions struct {
+	id      string
+	timeout time.Duration
+	onEvent func(kernel.Event)
+}
+
+// ExecID names the execution (an agent passes its tool-call id). Running an
+// id that already ran returns the recorded result, flagged Replayed, instead
+// of running the code again; the same id with other code is an error
+// (kernel.ErrIDConflict).
+func ExecID(id string) ExecOption { return func(o *execOptions) { o.id = id } }
+
+// Timeout bounds the execution (default EXEC_TIMEOUT_S). The kernel enforces
+// it, so it holds even if this process dies; on expiry the code gets
+// KeyboardInterrupt and the result is flagged TimedOut.
+func Timeout(d time.Duration) ExecOption { return func(o *execOptions) { o.timeout = d } }
+
+// OnEvent sees output and rich results as they stream, in order. It runs on
+// the connection's reader goroutine and must not block for long.
+func OnEvent(fn func(kernel.Event)) ExecOption { return func(o *execOptions) { o.onEvent = fn } }
+
+// Exec runs code in the session of key, creating the session if needed.
+// When ctx ends, the code is interrupted and the result, flagged TimedOut or
+// Interrupted, still returns. A Go error means the system failed: it is an
+// *Error wrapping, for example, ErrSessionLost, ErrUnavailable or ErrClosed.
+func (m *Manager) Exec(ctx context.Context, key, code string, opts ...ExecOption) (*Result, error) {
+	if err := m.begin(); err != nil {
+		return nil, err
+	}
+	defer m.calls.Done()
+	o := execOptions{timeout: m.cfg.ExecTimeout}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.id == "" {
+		o.id = kernel.NewID()
+	} else if res, err := m.replay(ctx, key, o.id, code); res != nil || err != nil {
+		return res, err
+	}
+	e, release, err := m.acquire(ctx, key, true)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	started := time.Now()
+	req := kernel.ExecRequest{ID: o.id, Code: code, Timeout: o.timeout}
+	kr, err := m.run(ctx, e, func(c *kernel.Client) (*kernel.Result, error) {
+		return c.Execute(ctx, req, o.onEvent)
+	}, func(c *kernel.Client) (*kernel.Result, error) {
+		// The connection broke but the container lives: the kernel kept
+		// the result (or is still running the code).
+		return c.Fetch(ctx, o.id, o.onEvent)
+	})
+	if err != nil {
+		return nil, &Error{Op: "exec", Key: key, ContainerID: e.containerID, Err: err}
+	}
+	res := fromKernel(key, kr)
+	if !res.Replayed {
+		m.finish(ctx, e, code, started, res)
+	}
+	return res, nil
+}
+
+// run calls do on the session's kernel. If the connection breaks, it tells a
+// lost container (ErrSessionLost; the entry is dropped so the next call
+// starts afresh) from a broken stream, after which it reconnects and calls
+// again.
+func (m *Manager) run(ctx context.Context, e *entry, do, again func(*kernel.Client) (*kernel.Result, error)) (*kernel.Result, error) {
+	if e.client == nil {
+		if err := m.reconnect(ctx, e); err != nil {
+			return nil, err
+		}
+	}
+	kr, err := do(e.client)
+	if err == nil || !(errors.Is(err, kernel.ErrConnectionLost) || errors.Is(err, kernel.ErrClosed)) {
+		return kr, err
+	}
+	e.client.Close()
+	e.client = nil
+	if rerr := m.reconnect(ctx, e); rerr != nil {
+		return nil, rerr
+	}
+	return again(e.client)
+}
+
+// reconnect dials the kernel of e's container again, or reports the session
+// lost if the container is gone or dead.
+func (m *Manager) reconnect(ctx context.Context, e *entry) error {
+	c, err := m.drv.Inspect(ctx, e.containerID)
+	if errors.Is(err, ErrContainerNotFound) {
+		return m.lose(ctx, e, "was removed")
+	}
+	if err != nil {
+		return err
+	}
+	if !c.Running {
+		return m.lose(ctx, e, deathReason(c, m.image.ID))
+	}
+	client, err := m.dial(ctx, e.containerID)
+	if errors.Is(err, ErrSessionLost) {
+		m.drop(e)
+		m.markStopped(ctx, e.id, "lost")
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	e.client = client
+	return nil
+}
+
+// lose drops a session whose container is gone and says so.
+func (m *Manager) lose(ctx context.Context, e *entry, reason string) error {
+	m.mu.Lock()
+	stopped := e.gone
+	m.mu.Unlock()
+	if stopped {
+		// Stop or the idle sweep removed it on purpose, and recorded why.
+		return fmt.Errorf("%w: container %s was stopped", ErrSessionLost, shortID(e.containerID))
+	}
+	m.drop(e)
+	m.removeBestEffort(e.containerID)
+	m.markStopped(ctx, e.id, "lost: "+reason)
+	return fmt.Errorf("%w: container %s %s", ErrSessionLost, shortID(e.containerID), reason)
+}
+
+// replay returns the recorded result of an execution id this session already
+// ran, even if its kernel has since restarted or its container was replaced.
+func (m *Manager) replay(ctx context.Context, key, id, code string) (*Result, error) {
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	rec, err := m.store.Execution(ctx, m.ns, ID(key), id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, &Error{Op: "exec", Key: key, Err: err}
+	}
+	if len(code) <= m.store.MaxCode && rec.Code != code {
+		return nil, &Error{Op: "exec", Key: key, Err: fmt.Errorf("%w: %s", kernel.ErrIDConflict, id)}
+	}
+	return fromRecord(key, rec), nil
+}
+
+func fromRecord(key string, rec store.Execution) *Result {
+	res := &Result{
+		Session:         key,
+		ID:              rec.ExecID,
+		ExecutionCount:  rec.ExecutionCount,
+		Stdout:          rec.Stdout,
+		Stderr:          rec.Stderr,
+		Outputs:         rec.Outputs,
+		Error:           rec.Error,
+		TimedOut:        rec.TimedOut,
+		Interrupted:     rec.Interrupted,
+		KernelRestarted: rec.KernelRestarted,
+		StateLost:       rec.StateLost,
+		Replayed:        true,
+		Duration:        rec.Duration,
+		Artifacts:       []Artifact{},
+	}
+	if res.Outputs == nil {
+		res.Outputs = []kernel.Output{}
+	}
+	if len(rec.Artifacts) > 0 {
+		_ = json.Unmarshal(rec.Artifacts, &res.Artifacts)
+	}
+	return res
+}
+
+// finish records a finished execution: the history row, the session's last
+// use and, in BIND mode, the debugging files. A failure here loses no result,
+// so it is logged, not returned.
+func (m *Manager) finish(ctx context.Context, e *entry, code string, started time.Time, res *Result) {
+	ctx = context.WithoutCancel(ctx)
+	now := time.Now()
+	m.touch(e, now)
+	e.execCount = res.ExecutionCount
+	arts, _ := json.Marshal(res.Artifacts)
+	rec := &store.Execution{
+		Namespace:       m.ns,
+		SessionID:       e.id,
+		SessionKey:      e.key,
+		ExecID:          res.ID,
+		ExecutionCount:  res.ExecutionCount,
+		Code:            code,
+		Stdout:          res.Stdout,
+		Stderr:          res.Stderr,
+		Outputs:         res.Outputs,
+		Error:           res.Error,
+		Started:         started,
+		Duration:        res.Duration,
+		TimedOut:        res.TimedOut,
+		Interrupted:     res.Interrupted,
+		KernelRestarted: res.KernelRestarted,
+		StateLost:       res.StateLost,
+		Artifacts:       arts,
+	}
+	if err := m.store.RecordExecution(ctx, rec); err != nil {
+		m.log.Warn("record execution", "session_id", e.id, "exec_id", res.ID, "err", err)
+	}
+	if err := m.store.TouchSession(ctx, m.ns, e.id, now, e.execCount); err != nil {
+		m.log.Warn("record session use", "session_id", e.id, "err", err)
+	}
+	if m.cfg.SessionStorage == config.StorageBind {
+		m.writeFiles(ctx, e, code, started, res)
+	}
+}
+
+// Fetch returns the result of execution id in the session of key, waiting for
+// it if it still runs: after a manager crashed mid-execution, a new one gets
+// the result this way. It looks in the kernel first, then in the history.
+// ErrUnknownExecution means neither knows the id.
+func (m *Manager) Fetch(ctx context.Context, key, id string) (*Result, error) {
+	if err := m.begin(); err != nil {
+		return nil, err
+	}
+	defer m.calls.Done()
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	e, release, err := m.acquire(ctx, key, false)
+	if err == nil {
+		defer release()
+		fetch := func(c *kernel.Client) (*kernel.Result, error) { return c.Fetch(ctx, id, nil) }
+		kr, err := m.run(ctx, e, fetch, fetch)
+		if err == nil {
+			return fromKernel(key, kr), nil
+		}
+		if !errors.Is(err, kernel.ErrUnknownExecution) {
+			return nil, &Error{Op: "fetch", Key: key, ContainerID: e.containerID, Err: err}
+		}
+	} else if !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrSessionLost) {
+		return nil, err
+	}
+	rec, err := m.store.Execution(ctx, m.ns, ID(key), id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, &Error{Op: "fetch", Key: key, Err: fmt.Errorf("%w: %s", ErrUnknownExecution, id)}
+	}
+	if err != nil {
+		return nil, &Error{Op: "fetch", Key: key, Err: err}
+	}
+	return fromRecord(key, rec), nil
+}

@@ -1,0 +1,202 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/kernel"
+)
+
+// Info describes a session.
+type Info struct {
+	Key            string    `json:"key"` // empty if no record names it (its history was deleted)
+	ID             string    `json:"id"`
+	ContainerID    string    `json:"container"`
+	State          string    `json:"state"` // the container's: "running", "exited", ...
+	Created        time.Time `json:"created"`
+	LastUsed       time.Time `json:"last_used"`
+	ExecutionCount int       `json:"execution_count"`
+	MemoryBytes    int64     `json:"memory_bytes"` // in use now; 0 if unknown
+	Storage        string    `json:"storage"`
+}
+
+// Start makes sure the session of key exists and its kernel is reachable,
+// creating it if needed, and describes it.
+func (m *Manager) Start(ctx context.Context, key string) (Info, error) {
+	if err := m.begin(); err != nil {
+		return Info{}, err
+	}
+	defer m.calls.Done()
+	e, release, err := m.acquire(ctx, key, true)
+	if err != nil {
+		return Info{}, err
+	}
+	defer release()
+	m.mu.Lock()
+	last := e.lastUsed
+	m.mu.Unlock()
+	return Info{Key: key, ID: e.id, ContainerID: e.containerID, State: "running", Created: e.created,
+		LastUsed: last, ExecutionCount: e.execCount, Storage: string(m.cfg.SessionStorage)}, nil
+}
+
+// Inspect returns a summary of the kernel's namespace in the session of key
+// (variables and modules), waiting for a running execution to finish.
+// ErrNotFound if the session does not exist.
+func (m *Manager) Inspect(ctx context.Context, key string) (*kernel.State, error) {
+	if err := m.begin(); err != nil {
+		return nil, err
+	}
+	defer m.calls.Done()
+	e, release, err := m.acquire(ctx, key, false)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	var st *kernel.State
+	_, err = m.run(ctx, e, func(c *kernel.Client) (*kernel.Result, error) {
+		var err error
+		st, err = c.Inspect(ctx)
+		return nil, err
+	}, func(c *kernel.Client) (*kernel.Result, error) {
+		var err error
+		st, err = c.Inspect(ctx)
+		return nil, err
+	})
+	if err != nil {
+		return nil, &Error{Op: "inspect", Key: key, ContainerID: e.containerID, Err: err}
+	}
+	return st, nil
+}
+
+// List describes the sessions of the Manager's namespace, whichever process
+// started them, newest use first.
+func (m *Manager) List(ctx context.Context) ([]Info, error) {
+	if err := m.begin(); err != nil {
+		return nil, err
+	}
+	defer m.calls.Done()
+	list, err := m.drv.List(ctx, map[string]string{LabelNamespace: m.ns, LabelRole: RoleSession})
+	if err != nil {
+		return nil, fmt.Errorf("list sessions: %w", err)
+	}
+	rows, err := m.store.Sessions(ctx, m.ns)
+	if err != nil {
+		return nil, fmt.Errorf("list sessions: %w", err)
+	}
+	byID := map[string]store.Session{}
+	for _, r := range rows {
+		byID[r.ID] = r
+	}
+	out := make([]Info, 0, len(list))
+	for _, c := range list {
+		id, ok := strings.CutPrefix(c.Name, m.ns+"_")
+		if !ok || strings.HasPrefix(id, "pool_") {
+			continue // a warm container handed out but not renamed yet
+		}
+		in := Info{ID: id, ContainerID: c.ID, State: c.Status, Created: c.Created, Storage: c.Labels[LabelStorage], Key: c.Labels[LabelKey]}
+		if r, ok := byID[id]; ok && r.ContainerID == c.ID {
+			in.Key, in.Created, in.LastUsed, in.ExecutionCount = r.Key, r.Created, r.LastUsed, r.ExecutionCount
+		}
+		m.mu.Lock()
+		if e := m.sessions[id]; e != nil && e.lastUsed.After(in.LastUsed) {
+			in.LastUsed = e.lastUsed
+		}
+		m.mu.Unlock()
+		out = append(out, in)
+	}
+	if mr, ok := m.drv.(memoryReader); ok {
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, 8)
+		for i := range out {
+			if out[i].State != "running" {
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				out[i].MemoryBytes, _ = mr.MemoryUsage(ctx, out[i].ContainerID)
+			}()
+		}
+		wg.Wait()
+	}
+	slices.SortFunc(out, func(a, b Info) int { return b.LastUsed.Compare(a.LastUsed) })
+	return out, nil
+}
+
+// Stop removes the session of key: its container and kernel state go, its
+// history and BIND folder stay. A running execution ends with
+// ErrSessionLost. ErrNotFound if there is no such session.
+func (m *Manager) Stop(ctx context.Context, key string) error {
+	if err := m.begin(); err != nil {
+		return err
+	}
+	defer m.calls.Done()
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	id := ID(key)
+	m.mu.Lock()
+	e := m.sessions[id]
+	m.mu.Unlock()
+	if e != nil {
+		m.drop(e)
+		defer func() {
+			if c := e.client; c != nil {
+				c.Close() // an execution in flight ends with ErrSessionLost
+			}
+		}()
+	}
+	c, err := m.drv.Inspect(ctx, m.containerName(id))
+	if errors.Is(err, ErrContainerNotFound) {
+		return &Error{Op: "stop", Key: key, Err: ErrNotFound}
+	}
+	if err != nil {
+		return &Error{Op: "stop", Key: key, Err: err}
+	}
+	if err := m.drv.Remove(ctx, c.ID); err != nil {
+		return &Error{Op: "stop", Key: key, ContainerID: c.ID, Err: err}
+	}
+	m.markStopped(ctx, id, "stopped")
+	return nil
+}
+
+// StopAll removes every container of the Manager's namespace, sessions and
+// warm containers alike, whichever process started them, and returns how
+// many sessions it stopped.
+func (m *Manager) StopAll(ctx context.Context) (int, error) {
+	if err := m.begin(); err != nil {
+		return 0, err
+	}
+	defer m.calls.Done()
+	list, err := m.drv.List(ctx, map[string]string{LabelNamespace: m.ns})
+	if err != nil {
+		return 0, fmt.Errorf("stop all: %w", err)
+	}
+	m.mu.Lock()
+	for _, e := range m.sessions {
+		e.gone = true
+	}
+	clear(m.sessions)
+	m.mu.Unlock()
+	n := 0
+	var errs []error
+	for _, c := range list {
+		if err := m.drv.Remove(ctx, c.ID); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if id, ok := strings.CutPrefix(c.Name, m.ns+"_"); ok && c.Labels[LabelRole] == RoleSession && !strings.HasPrefix(id, "pool_") {
+			m.markStopped(ctx, id, "stopped")
+			n++
+		}
+	}
+	return n, errors.Join(errs...)
+}

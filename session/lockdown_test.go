@@ -1,0 +1,74 @@
+package session_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/agentbox/agentbox/config"
+)
+
+// TestLockedDownByDefault runs hostile code in one default session and checks
+// that each protection holds, by what the code observes from inside.
+func TestLockedDownByDefault(t *testing.T) {
+	t.Setenv("AGENTBOX_TEST_SECRET", "hunter2")
+	m := newManager(t, nil)
+	cases := []struct {
+		name, code, want string
+	}{
+		{"network refused", `
+import socket
+try:
+    socket.create_connection(("1.1.1.1", 53), timeout=2)
+    print("connected")
+except OSError as e:
+    print("refused", type(e).__name__)`, "refused"},
+		{"manager env not visible", `import os; print(os.environ.get("AGENTBOX_TEST_SECRET", "absent"))`, "absent"},
+		{"not root", `import os; print(os.getuid(), os.geteuid())`, "1000 1000"},
+		{"usr read-only", `
+try:
+    open("/usr/evil", "w")
+    print("wrote")
+except OSError as e:
+    print("refused", e.errno)`, "refused 30"},
+		{"no capabilities", `print([l for l in open("/proc/self/status") if l.startswith("CapEff")][0].split()[1])`, "0000000000000000"},
+		{"no new privileges", `print([l for l in open("/proc/self/status") if l.startswith("NoNewPrivs")][0].split()[1])`, "1"},
+		{"no engine socket", `import os; print(os.path.exists("/var/run/docker.sock"), os.path.exists("/run/docker.sock"))`, "False False"},
+		{"memory limit", `
+import os
+for p in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+    if os.path.exists(p):
+        print(int(open(p).read()) >> 20)
+        break`, "1024"},
+		{"pids limit", `
+import os
+for p in ("/sys/fs/cgroup/pids.max", "/sys/fs/cgroup/pids/pids.max"):
+    if os.path.exists(p):
+        print(open(p).read().strip())
+        break`, "256"},
+		{"session writable", `open("/session/f.txt", "w").write("ok"); print(open("/session/f.txt").read())`, "ok"},
+		{"tmp writable", `open("/tmp/f.txt", "w").write("ok"); print(open("/tmp/f.txt").read())`, "ok"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res := mustExec(t, m, "hostile", c.code)
+			if res.Error != nil {
+				t.Fatalf("raised: %+v\n%s", res.Error, res.Stderr)
+			}
+			if got := strings.TrimSpace(res.Stdout); !strings.HasPrefix(got, c.want) {
+				t.Fatalf("got %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+// TestEnvPassthroughOnlyNamed shows that a named variable reaches the
+// sandbox and that nothing else does.
+func TestEnvPassthroughOnlyNamed(t *testing.T) {
+	t.Setenv("ABX_TEST_PASS", "visible")
+	t.Setenv("ABX_TEST_HIDDEN", "hidden")
+	m := newManager(t, func(c *config.Config) { c.EnvPassthrough = []string{"ABX_TEST_PASS"} })
+	res := mustExec(t, m, "env", `import os; print(os.environ.get("ABX_TEST_PASS"), os.environ.get("ABX_TEST_HIDDEN"))`)
+	if got := strings.TrimSpace(res.Stdout); got != "visible None" {
+		t.Fatalf("got %q", got)
+	}
+}

@@ -1,0 +1,277 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/kernel"
+	sandboximage "github.com/agentbox/agentbox/sandbox-image"
+)
+
+// Labels on every container a Manager makes.
+const (
+	LabelNamespace = "io.agentbox.namespace" // the manager namespace
+	LabelRole      = "io.agentbox.role"      // RoleSession or RolePool
+	LabelStorage   = "io.agentbox.storage"   // TMPFS or BIND
+	LabelKey       = "io.agentbox.session-key"
+
+	RoleSession = "session"
+	RolePool    = "pool"
+)
+
+// DefaultNamespace is the namespace of a Manager without WithNamespace.
+const DefaultNamespace = "agentbox"
+
+// Manager pins one container per session key and runs code in its kernel. It
+// is safe for concurrent use: calls on one key are serialized, calls on
+// different keys run in parallel. A Manager started in a new process finds
+// the running containers of its namespace and reattaches to them with their
+// kernel state intact.
+type Manager struct {
+	cfg         config.Config
+	drv         Driver
+	closer      io.Closer // the default driver's client
+	store       *store.Store
+	log         *slog.Logger
+	ns          string
+	image       Image
+	lookup      func(string) (string, bool)
+	grace       time.Duration // before unusable containers are removed
+	interval    time.Duration // of the background sweep
+	extraLabels map[string]string
+	pool        *pool
+
+	bg     context.Context // lives until Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // background goroutines
+	calls  sync.WaitGroup // public calls in flight
+
+	mu       sync.Mutex
+	closed   bool
+	sessions map[string]*entry // by session id
+}
+
+// Option configures a Manager.
+type Option func(*Manager) error
+
+// WithDriver makes the Manager use d instead of the Docker engine.
+func WithDriver(d Driver) Option {
+	return func(m *Manager) error { m.drv = d; return nil }
+}
+
+// WithLogger sets the logger of background work (sweeps, pool, best-effort
+// cleanup). The default discards.
+func WithLogger(l *slog.Logger) Option {
+	return func(m *Manager) error { m.log = l; return nil }
+}
+
+var nsPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
+
+// WithNamespace separates this Manager's containers from those of managers
+// with another namespace on the same engine (default "agentbox"): lowercase
+// letters, digits and dashes, at most 32.
+func WithNamespace(ns string) Option {
+	return func(m *Manager) error {
+		if !nsPattern.MatchString(ns) {
+			return fmt.Errorf("namespace %q: want lowercase letters, digits and dashes, at most 32", ns)
+		}
+		m.ns = ns
+		return nil
+	}
+}
+
+// WithLabels adds labels to every container the Manager creates (for
+// example an owner or a cost centre); they cannot replace agentbox's own.
+func WithLabels(labels map[string]string) Option {
+	return func(m *Manager) error {
+		for k, v := range labels {
+			if strings.HasPrefix(k, "io.agentbox.") && !strings.HasPrefix(k, "io.agentbox.test") {
+				return fmt.Errorf("label %s: the io.agentbox. prefix is reserved", k)
+			}
+			m.extraLabels[k] = v
+		}
+		return nil
+	}
+}
+
+// WithLookupEnv sets where the values of SANDBOX_ENV_PASSTHROUGH variables
+// come from (default os.LookupEnv).
+func WithLookupEnv(lookup func(string) (string, bool)) Option {
+	return func(m *Manager) error { m.lookup = lookup; return nil }
+}
+
+// WithOrphanGrace sets how old a labelled container that no manager can use
+// (stopped, dead, or from another image) must be before it is removed
+// (default one minute), so that a container another process is creating
+// right now is left alone.
+func WithOrphanGrace(d time.Duration) Option {
+	return func(m *Manager) error { m.grace = d; return nil }
+}
+
+// WithSweepInterval sets how often idle sessions and orphans are looked for
+// (default a tenth of IDLE_TIMEOUT_S, between one second and one minute).
+func WithSweepInterval(d time.Duration) Option {
+	return func(m *Manager) error {
+		if d <= 0 {
+			return fmt.Errorf("sweep interval %s: want more than 0", d)
+		}
+		m.interval = d
+		return nil
+	}
+}
+
+// NewManager checks the configuration and the sandbox image, opens the
+// history database and starts the background sweep and warm pool. The
+// containers of earlier managers in the same namespace are reattached on
+// first use. Close releases it; containers keep running for the next
+// manager until they are idle.
+func NewManager(ctx context.Context, cfg config.Config, opts ...Option) (*Manager, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	m := &Manager{
+		cfg:         cfg,
+		log:         slog.New(slog.DiscardHandler),
+		ns:          DefaultNamespace,
+		lookup:      os.LookupEnv,
+		grace:       time.Minute,
+		sessions:    make(map[string]*entry),
+		extraLabels: map[string]string{},
+	}
+	for _, o := range opts {
+		if err := o(m); err != nil {
+			return nil, err
+		}
+	}
+	if m.interval == 0 {
+		m.interval = min(max(cfg.IdleTimeout/10, time.Second), time.Minute)
+	}
+	if m.drv == nil {
+		d, closer, err := NewDockerDriver()
+		if err != nil {
+			return nil, err
+		}
+		m.drv, m.closer = d, closer
+	}
+	fail := func(err error) (*Manager, error) {
+		if m.closer != nil {
+			m.closer.Close()
+		}
+		if m.store != nil {
+			m.store.Close()
+		}
+		return nil, err
+	}
+	img, err := m.drv.Image(ctx, cfg.SandboxImage)
+	if err != nil {
+		return fail(err)
+	}
+	if err := checkImage(cfg.SandboxImage, img); err != nil {
+		return fail(err)
+	}
+	m.image = img
+	if m.store, err = store.Open(ctx, cfg.ArtifactsDB); err != nil {
+		return fail(fmt.Errorf("open history: %w", err))
+	}
+	m.bg, m.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	m.pool = newPool(m, cfg.PoolSize)
+	m.wg.Add(1)
+	go m.sweepLoop()
+	if cfg.PoolSize > 0 {
+		m.wg.Add(1)
+		go m.pool.fillLoop()
+	}
+	return m, nil
+}
+
+// checkImage refuses an image that speaks another protocol or was built from
+// other sources than this program embeds.
+func checkImage(ref string, img Image) error {
+	if p := img.Labels[sandboximage.LabelProtocol]; p != strconv.Itoa(kernel.ProtocolVersion) {
+		return fmt.Errorf("%w: %s speaks kernel protocol %q, this program %d: rebuild it with sandbox-setup", ErrImageStale, ref, p, kernel.ProtocolVersion)
+	}
+	if h := img.Labels[sandboximage.LabelSourceHash]; h != sandboximage.SourceHash() {
+		return fmt.Errorf("%w: %s was built from other kernel sources: rebuild it with sandbox-setup", ErrImageStale, ref)
+	}
+	return nil
+}
+
+// Namespace returns the namespace of the Manager's containers.
+func (m *Manager) Namespace() string { return m.ns }
+
+// begin registers a public call, failing once the Manager is closed.
+func (m *Manager) begin() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return ErrClosed
+	}
+	m.calls.Add(1)
+	return nil
+}
+
+// Close stops the background work, waits for calls in flight (until ctx
+// ends), closes the kernel connections and removes the warm pool's
+// containers. Session containers keep running: a new Manager reattaches to
+// them. After Close every call fails with ErrClosed.
+func (m *Manager) Close(ctx context.Context) error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	m.mu.Unlock()
+
+	done := make(chan struct{})
+	go func() { m.calls.Wait(); close(done) }()
+	var errs []error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		errs = append(errs, fmt.Errorf("close: calls still running: %w", ctx.Err()))
+	}
+	m.cancel()
+	m.wg.Wait()
+	m.mu.Lock()
+	for _, e := range m.sessions {
+		if e.client != nil {
+			e.client.Close()
+		}
+	}
+	m.mu.Unlock()
+	errs = append(errs, m.pool.drain(context.WithoutCancel(ctx)))
+	errs = append(errs, m.store.Close())
+	if m.closer != nil {
+		errs = append(errs, m.closer.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// containerName is the engine name of the session id's container: names are
+// unique in an engine, so two processes creating the same key make one.
+func (m *Manager) containerName(id string) string { return m.ns + "_" + id }
+
+// labels returns the labels of a new container.
+func (m *Manager) labels(role string) map[string]string {
+	l := map[string]string{
+		LabelNamespace: m.ns,
+		LabelRole:      role,
+		LabelStorage:   string(m.cfg.SessionStorage),
+	}
+	for k, v := range m.extraLabels {
+		l[k] = v
+	}
+	return l
+}

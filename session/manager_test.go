@@ -1,0 +1,78 @@
+package session_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/agentbox/agentbox/session"
+)
+
+func TestExecKeepsState(t *testing.T) {
+	m := newManager(t, nil)
+	res := mustExec(t, m, "conv-1", "x = 41\nprint('hi')")
+	if res.Stdout != "hi\n" || res.Error != nil || res.ExecutionCount != 1 || res.Session != "conv-1" {
+		t.Fatalf("first result: %+v", res)
+	}
+	res = mustExec(t, m, "conv-1", "x + 1")
+	if got := plain(res); got != "42" || res.ExecutionCount != 2 {
+		t.Fatalf("second result: %q %+v", got, res)
+	}
+	res = mustExec(t, m, "conv-1", "1/0")
+	if res.Error == nil || res.Error.Name != "ZeroDivisionError" {
+		t.Fatalf("error result: %+v", res.Error)
+	}
+	// Another key is another kernel.
+	res = mustExec(t, m, "conv-2", "'x' in globals()")
+	if plain(res) != "False" {
+		t.Fatalf("other session sees x: %+v", res)
+	}
+}
+
+func TestConcurrentCallsOnANewKeyMakeOneContainer(t *testing.T) {
+	m := newManager(t, nil)
+	const n = 6
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := m.Exec(context.Background(), "same", "import time; time.sleep(0.05)")
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	list, err := m.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || list[0].ExecutionCount != n || list[0].Key != "same" {
+		t.Fatalf("want one session with %d executions, got %+v", n, list)
+	}
+}
+
+func TestReattachFromANewManager(t *testing.T) {
+	cfg := testConfig(t, nil)
+	ns := namespace()
+	m1 := managerFor(t, cfg, ns)
+	mustExec(t, m1, "k", "import math\ny = math.pi")
+	if err := m1.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m1.Exec(context.Background(), "k", "y"); !errors.Is(err, session.ErrClosed) {
+		t.Fatalf("exec after close: %v, want ErrClosed", err)
+	}
+	m2 := managerFor(t, cfg, ns)
+	res := mustExec(t, m2, "k", "round(y, 2)")
+	if plain(res) != "3.14" || res.ExecutionCount != 2 || res.KernelRestarted {
+		t.Fatalf("after reattach: %+v", res)
+	}
+}

@@ -1,0 +1,188 @@
+package session
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/kernel"
+)
+
+// poolDir holds the BIND folders of warm containers, under SESSIONS_ROOT so
+// that handing one to a session is a rename on the same filesystem.
+const poolDir = ".pool"
+
+// pool keeps warm containers with their kernel connected, so a new key is
+// served without a container start. Only fillLoop creates them, one at a
+// time, so the pool never holds more than size.
+type pool struct {
+	m     *Manager
+	size  int
+	ready chan *pooled
+	wake  chan struct{}
+
+	mu  sync.Mutex
+	ids map[string]bool // containers this pool started and still holds
+}
+
+// pooled is a warm container.
+type pooled struct {
+	id     string
+	client *kernel.Client
+	dir    string // its BIND folder, in BIND mode
+}
+
+func newPool(m *Manager, size int) *pool {
+	return &pool{m: m, size: size, ready: make(chan *pooled, size), wake: make(chan struct{}, 1), ids: map[string]bool{}}
+}
+
+// owns reports whether container id belongs to this pool (so the sweep
+// leaves it alone).
+func (p *pool) owns(id string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ids[id]
+}
+
+func (p *pool) forget(id string) {
+	p.mu.Lock()
+	delete(p.ids, id)
+	p.mu.Unlock()
+}
+
+// take returns a warm container whose kernel is still connected, or nil.
+func (p *pool) take() *pooled {
+	for {
+		select {
+		case w := <-p.ready:
+			p.forget(w.id)
+			p.signal()
+			select {
+			case <-w.client.Done():
+				p.discard(w) // removed or killed while it waited
+				continue
+			default:
+				return w
+			}
+		default:
+			return nil
+		}
+	}
+}
+
+func (p *pool) signal() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// PoolReady returns how many warm containers wait, kernel connected, for
+// new keys.
+func (m *Manager) PoolReady() int { return len(m.pool.ready) }
+
+// fillLoop keeps the pool full until the Manager closes. A failure to start a
+// container is logged and retried with a growing delay.
+func (p *pool) fillLoop() {
+	defer p.m.wg.Done()
+	ctx := p.m.bg
+	delay := time.Second
+	for {
+		for len(p.ready) < p.size && ctx.Err() == nil {
+			w, err := p.start(ctx)
+			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				p.m.log.Warn("start warm container", "err", err, "retry_in", delay)
+				select {
+				case <-time.After(delay):
+				case <-ctx.Done():
+					return
+				}
+				delay = min(delay*2, time.Minute)
+				continue
+			}
+			delay = time.Second
+			p.ready <- w // cannot block: only this loop adds
+		}
+		select {
+		case <-p.wake:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// start creates one warm container and connects to its kernel.
+func (p *pool) start(ctx context.Context) (*pooled, error) {
+	m := p.m
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	suffix := hex.EncodeToString(b[:])
+	w := &pooled{}
+	if m.cfg.SessionStorage == config.StorageBind {
+		w.dir = filepath.Join(m.cfg.SessionsRoot, poolDir, suffix)
+		if err := m.makeDir(w.dir); err != nil {
+			return nil, err
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	id, err := m.drv.Create(ctx, m.spec(m.ns+"_pool_"+suffix, RolePool, w.dir))
+	if err != nil {
+		p.removeDir(w)
+		return nil, err
+	}
+	w.id = id
+	p.mu.Lock()
+	p.ids[id] = true
+	p.mu.Unlock()
+	if w.client, err = m.dial(ctx, id); err != nil {
+		p.discard(w)
+		return nil, err
+	}
+	return w, nil
+}
+
+// discard removes a warm container and its folder.
+func (p *pool) discard(w *pooled) {
+	if w.client != nil {
+		w.client.Close()
+	}
+	if w.id != "" {
+		p.forget(w.id)
+		p.m.removeBestEffort(w.id)
+	}
+	p.removeDir(w)
+}
+
+func (p *pool) removeDir(w *pooled) {
+	if w.dir != "" {
+		if err := os.RemoveAll(w.dir); err != nil {
+			p.m.log.Warn("remove warm container folder", "dir", w.dir, "err", err)
+		}
+	}
+}
+
+// drain removes every warm container; the Manager is closing.
+func (p *pool) drain(ctx context.Context) error {
+	var errs []error
+	for {
+		select {
+		case w := <-p.ready:
+			w.client.Close()
+			p.forget(w.id)
+			errs = append(errs, p.m.drv.Remove(ctx, w.id))
+			p.removeDir(w)
+		default:
+			return errors.Join(errs...)
+		}
+	}
+}
