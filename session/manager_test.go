@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentbox/agentbox/session"
 )
@@ -74,5 +75,51 @@ func TestReattachFromANewManager(t *testing.T) {
 	res := mustExec(t, m2, "k", "round(y, 2)")
 	if plain(res) != "3.14" || res.ExecutionCount != 2 || res.KernelRestarted {
 		t.Fatalf("after reattach: %+v", res)
+	}
+}
+
+// TestTimeoutKeepsState: a timeout interrupts the code with
+// KeyboardInterrupt and variables defined before survive.
+func TestTimeoutKeepsState(t *testing.T) {
+	t.Parallel()
+	m := newManager(t, nil)
+	mustExec(t, m, "t", "x = 'kept'")
+	res := mustExec(t, m, "t", "while True: pass", session.Timeout(time.Second))
+	if !res.TimedOut || res.Error == nil || res.Error.Name != "KeyboardInterrupt" || res.StateLost {
+		t.Fatalf("timeout result: %+v", res)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	res, err := m.Exec(ctx, "t", "import time\nwhile True: time.sleep(0.01)")
+	if err != nil || !res.TimedOut || res.StateLost {
+		t.Fatalf("context deadline: %v %+v", err, res)
+	}
+	if res := mustExec(t, m, "t", "x"); plain(res) != "'kept'" {
+		t.Fatalf("state after timeouts: %+v", res)
+	}
+}
+
+func TestCloseFailsEveryCall(t *testing.T) {
+	m := newManager(t, nil)
+	mustExec(t, m, "c", "1")
+	if err := m.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	calls := map[string]error{}
+	_, calls["Exec"] = m.Exec(ctx, "c", "1")
+	_, calls["Fetch"] = m.Fetch(ctx, "c", "x")
+	_, calls["Start"] = m.Start(ctx, "c")
+	_, calls["List"] = m.List(ctx)
+	_, calls["Inspect"] = m.Inspect(ctx, "c")
+	calls["Stop"] = m.Stop(ctx, "c")
+	_, calls["StopAll"] = m.StopAll(ctx)
+	for name, err := range calls {
+		if !errors.Is(err, session.ErrClosed) {
+			t.Errorf("%s after Close: %v, want ErrClosed", name, err)
+		}
+	}
+	if err := m.Close(ctx); err != nil {
+		t.Fatalf("second Close: %v", err)
 	}
 }
