@@ -1,7 +1,7 @@
 // Command quickstart is the smallest real use of agentbox: it makes sure the
-// sandbox image exists, starts one locked-down sandbox container, runs a few
-// cells through the persistent kernel (state carries over between them), and
-// removes the container. `make demo` runs it.
+// sandbox image exists, opens a session manager, runs a few cells in one
+// session (state carries over between them, output streams as it is
+// written), shows what the session holds, and stops it. `make demo` runs it.
 package main
 
 import (
@@ -14,9 +14,9 @@ import (
 
 	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/internal/docker"
-	"github.com/agentbox/agentbox/internal/dockertest"
 	"github.com/agentbox/agentbox/internal/imagesetup"
 	"github.com/agentbox/agentbox/kernel"
+	"github.com/agentbox/agentbox/session"
 )
 
 var cells = []string{
@@ -41,50 +41,38 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cli, err := docker.New()
+	if err := ensureImage(ctx, cfg); err != nil {
+		return err
+	}
+	mgr, err := session.NewManager(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	defer cli.Close()
-	if _, err := cli.Info(ctx); err != nil {
-		return err
-	}
-	if _, err := imagesetup.Ensure(ctx, cli, imagesetup.Options{Image: cfg.SandboxImage, Out: os.Stdout}); err != nil {
-		return err
-	}
+	defer mgr.Close(context.WithoutCancel(ctx))
 
+	const key = "quickstart"
 	start := time.Now()
-	spec := imagesetup.LockedDown(cfg.SandboxImage)
-	spec.MemoryBytes = int64(cfg.MemoryMB) << 20
-	spec.NanoCPUs = int64(cfg.CPUs * 1e9)
-	spec.PidsLimit = int64(cfg.PidsLimit)
-	spec.Labels = map[string]string{"io.agentbox.demo": "quickstart"}
-	id, err := cli.CreateContainer(ctx, spec)
+	info, err := mgr.Start(ctx, key)
 	if err != nil {
 		return err
 	}
+	fmt.Printf("session %q in container %s, ready in %s (no network, read-only root, user %s)\n\n",
+		key, info.ContainerID[:12], time.Since(start).Round(time.Millisecond), cfg.User)
 	defer func() {
-		if err := cli.RemoveContainer(context.WithoutCancel(ctx), id); err != nil {
+		if err := mgr.Stop(context.WithoutCancel(ctx), key); err != nil {
 			fmt.Fprintf(os.Stderr, "quickstart: %v\n", err)
+			return
 		}
-		fmt.Println("sandbox removed")
+		fmt.Println("session stopped")
 	}()
-	kc, err := dockertest.DialErr(ctx, cli, id)
-	if err != nil {
-		return err
-	}
-	defer kc.Close()
-	h := kc.Hello()
-	fmt.Printf("sandbox %s up in %s: Python %s, kernel protocol %d, no network, read-only root, user 1000\n\n",
-		id[:12], time.Since(start).Round(time.Millisecond), h.Python, h.Protocol)
 
 	for _, code := range cells {
 		fmt.Printf(">>> %s\n", strings.ReplaceAll(code, "\n", "\n... "))
-		res, err := kc.Execute(ctx, kernel.ExecRequest{Code: code, Timeout: cfg.ExecTimeout}, func(e kernel.Event) {
+		res, err := mgr.Exec(ctx, key, code, session.OnEvent(func(e kernel.Event) {
 			if e.Type == kernel.EventStream {
 				fmt.Print(e.Text)
 			}
-		})
+		}))
 		if err != nil {
 			return err
 		}
@@ -98,5 +86,33 @@ func run(ctx context.Context) error {
 		}
 		fmt.Printf("    (%s)\n\n", res.Duration.Round(10*time.Microsecond))
 	}
+
+	st, err := mgr.Inspect(ctx, key)
+	if err != nil {
+		return err
+	}
+	fmt.Println("the session holds:")
+	for _, v := range st.Variables {
+		fmt.Printf("    %-10s %-10s %s\n", v.Name, v.Type, v.Repr)
+	}
+	for _, mod := range st.Modules {
+		fmt.Printf("    %-10s module     %s\n", mod.Name, mod.Module)
+	}
+	fmt.Println()
 	return nil
+}
+
+// ensureImage builds the sandbox image if it is missing or stale, as
+// sandbox-setup would.
+func ensureImage(ctx context.Context, cfg config.Config) error {
+	cli, err := docker.New()
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	if _, err := cli.Info(ctx); err != nil {
+		return err
+	}
+	_, err = imagesetup.Ensure(ctx, cli, imagesetup.Options{Image: cfg.SandboxImage, Out: os.Stdout})
+	return err
 }

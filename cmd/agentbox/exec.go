@@ -1,0 +1,243 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentbox/agentbox/kernel"
+	"github.com/agentbox/agentbox/session"
+)
+
+// runExec is `agentbox exec`: run code once and print what it produced.
+func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlags("exec")
+	key := fs.String("session", "default", "")
+	id := fs.String("id", "", "")
+	asJSON := fs.Bool("json", false, "")
+	var timeout durationFlag
+	fs.Var(&timeout, "timeout", "")
+	if status, ok := parseFlags(fs, args, stdout, stderr); !ok {
+		return status
+	}
+	if fs.NArg() > 1 {
+		fmt.Fprintf(stderr, "agentbox: exec: want one CODE argument, got %d (quote the code, or pass - to read it from standard input)\n", fs.NArg())
+		return exitUsage
+	}
+	code := fs.Arg(0)
+	if fs.NArg() == 0 || code == "-" {
+		b, err := readAll(stdin)
+		if err != nil {
+			fmt.Fprintf(stderr, "agentbox: exec: read standard input: %s\n", oneLine(err))
+			return exitUsage
+		}
+		code = string(b)
+	}
+	if strings.TrimSpace(code) == "" {
+		fmt.Fprintln(stderr, "agentbox: exec: no code to run (pass it as an argument, or on standard input with -)")
+		return exitUsage
+	}
+
+	// Ctrl-C ends ctx: while the code runs, that interrupts it
+	// (KeyboardInterrupt) and the result still prints; the session keeps its
+	// state.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
+	defer stop()
+	m, status := openManager(ctx, stderr)
+	if m == nil {
+		return status
+	}
+	defer closeManager(ctx, m, stderr)
+
+	var opts []session.ExecOption
+	if *id != "" {
+		opts = append(opts, session.ExecID(*id))
+	}
+	if timeout > 0 {
+		opts = append(opts, session.Timeout(time.Duration(timeout)))
+	}
+	var p *printer
+	if !*asJSON {
+		p = newPrinter(stdout, stderr)
+		opts = append(opts, session.OnEvent(p.event))
+	}
+	res, err := m.Exec(ctx, *key, code, opts...)
+	if err != nil {
+		return failure(ctx, stderr, err)
+	}
+	if *asJSON {
+		b, err := json.Marshal(res)
+		if err != nil {
+			fmt.Fprintf(stderr, "agentbox: exec: encode result: %s\n", oneLine(err))
+			return exitSandbox
+		}
+		fmt.Fprintf(stdout, "%s\n", b)
+	} else {
+		p.finish(res)
+	}
+	return resultStatus(res)
+}
+
+// resultStatus is the exit status of a finished execution: 1 when the code
+// did not run to its end without raising. A timeout or an interrupt counts
+// as raising: the code got KeyboardInterrupt.
+func resultStatus(res *session.Result) int {
+	if res.Error != nil || res.TimedOut || res.Interrupted {
+		return exitFailed
+	}
+	return exitOK
+}
+
+func readAll(r io.Reader) ([]byte, error) {
+	if r == nil {
+		return nil, nil
+	}
+	return io.ReadAll(r)
+}
+
+// durationFlag is --timeout: a Go duration (30s, 2m) or a number of
+// seconds, more than zero.
+type durationFlag time.Duration
+
+func (d *durationFlag) String() string { return time.Duration(*d).String() }
+
+func (d *durationFlag) Set(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		secs, ferr := strconv.ParseFloat(s, 64)
+		if ferr != nil {
+			return fmt.Errorf("want a duration such as 30s or 2m")
+		}
+		v = time.Duration(secs * float64(time.Second))
+	}
+	if v <= 0 {
+		return fmt.Errorf("want a duration more than 0")
+	}
+	*d = durationFlag(v)
+	return nil
+}
+
+// printer writes an execution's output as it streams, then whatever of the
+// result did not stream (all of it for a replayed result, which has no
+// events), then the error and notes on what happened to the kernel.
+type printer struct {
+	stdout, stderr io.Writer
+
+	mu       sync.Mutex // events arrive on the kernel connection's goroutine
+	streamed map[string]bool
+	displays int // rich results printed from events
+}
+
+func newPrinter(stdout, stderr io.Writer) *printer {
+	return &printer{stdout: stdout, stderr: stderr, streamed: map[string]bool{}}
+}
+
+func (p *printer) event(ev kernel.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch ev.Type {
+	case kernel.EventStream:
+		w := p.stdout
+		if ev.Name == "stderr" {
+			w = p.stderr
+		}
+		io.WriteString(w, ev.Text)
+		p.streamed[ev.Name] = true
+	case kernel.EventDisplay:
+		writeDisplay(p.stdout, ev.Kind, ev.Data)
+		p.displays++
+	}
+}
+
+func (p *printer) finish(res *session.Result) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.streamed["stdout"] {
+		io.WriteString(p.stdout, res.Stdout)
+	}
+	if !p.streamed["stderr"] {
+		io.WriteString(p.stderr, res.Stderr)
+	}
+	// Rich results come in the same order as their events, so the ones
+	// not printed yet are the tail.
+	for i := p.displays; i < len(res.Outputs); i++ {
+		writeDisplay(p.stdout, res.Outputs[i].Kind, res.Outputs[i].Data)
+	}
+	p.streamed = map[string]bool{}
+	p.displays = 0
+	if res.Error != nil {
+		writeException(p.stderr, res.Error)
+	}
+	writeNotes(p.stderr, res)
+}
+
+// writeDisplay prints the text/plain form of a rich result, as a notebook
+// would without a browser; a result without one is named by its types.
+func writeDisplay(w io.Writer, kind string, data map[string]string) {
+	text, ok := data["text/plain"]
+	if !ok {
+		if kind == "" {
+			kind = "display_data"
+		}
+		text = fmt.Sprintf("<%s: %s>", kind, strings.Join(slices.Sorted(maps.Keys(data)), ", "))
+	}
+	if !strings.HasSuffix(text, "\n") {
+		text += "\n"
+	}
+	io.WriteString(w, text)
+}
+
+// writeException prints a Python exception the way Python does: the
+// traceback (whose last line is "Name: value") or, when the kernel gave no
+// traceback (a timeout, a restarted kernel), the "Name: value" line alone.
+func writeException(w io.Writer, e *kernel.Exception) {
+	if len(e.Traceback) > 0 {
+		for _, l := range e.Traceback {
+			fmt.Fprintln(w, l)
+		}
+		return
+	}
+	if e.Value == "" {
+		fmt.Fprintln(w, e.Name)
+		return
+	}
+	fmt.Fprintf(w, "%s: %s\n", e.Name, e.Value)
+}
+
+// writeNotes says on stderr what the result's flags mean, since a person
+// reading the output cannot see them otherwise.
+func writeNotes(w io.Writer, res *session.Result) {
+	if res.Replayed {
+		fmt.Fprintf(w, "agentbox: replayed: execution %s already ran; this is its recorded result (the code did not run again)\n", res.ID)
+	}
+	if res.TimedOut {
+		fmt.Fprintln(w, "agentbox: timed out: the code was interrupted")
+	} else if res.Interrupted {
+		fmt.Fprintln(w, "agentbox: interrupted")
+	}
+	if res.KernelRestarted {
+		reason := res.RestartReason
+		if reason == "" {
+			reason = "no reason given"
+		}
+		fmt.Fprintf(w, "agentbox: the kernel restarted: %s\n", reason)
+	}
+	if res.StateLost {
+		fmt.Fprintln(w, "agentbox: state lost: variables and imports from before this execution are gone")
+	}
+	for _, name := range slices.Sorted(maps.Keys(res.Truncated)) {
+		fmt.Fprintf(w, "agentbox: %s truncated: %s cut from the middle\n", name, humanBytes(res.Truncated[name]))
+	}
+	for _, a := range res.Artifacts {
+		fmt.Fprintf(w, "agentbox: artifact %s (%s): %s\n", a.Name, humanBytes(a.Size), a.URL)
+	}
+}

@@ -1,0 +1,211 @@
+// Command agentbox runs Python code in agentbox sessions from a shell, for a
+// person trying the sandbox out or an agent driving it through a shell tool.
+//
+//	agentbox exec [--session KEY] [--timeout 30s] [--id EXEC_ID] [--json] [CODE | -]
+//	agentbox repl [--session KEY]
+//	agentbox ls [--json]
+//	agentbox stop KEY | --all
+//
+// Every invocation is a new process: it reattaches to the session's running
+// container, so variables and imports persist from one invocation to the
+// next, and it leaves the container running when it exits. See usage for
+// the exit codes.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/kernel"
+	"github.com/agentbox/agentbox/session"
+)
+
+// Exit codes.
+const (
+	exitOK          = 0
+	exitFailed      = 1   // the code raised (or timed out), or stop found no such session
+	exitUsage       = 2   // bad command line or configuration
+	exitSandbox     = 3   // the sandbox failed: engine, image, container or kernel
+	exitInterrupted = 130 // Ctrl-C before the code started, as shells report SIGINT
+)
+
+// namespaceEnv isolates the containers of this command from those of other
+// users of the engine. It is deliberately undocumented: it exists so tests
+// (and the curious) can run without touching the default namespace.
+const namespaceEnv = "AGENTBOX_NAMESPACE"
+
+// closeTimeout bounds closing the manager, which runs even after Ctrl-C.
+const closeTimeout = 30 * time.Second
+
+func main() {
+	// SIGINT is left to the commands: exec turns it into an interrupt of the
+	// running code, repl into clearing the input line.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run is the whole program with its inputs and outputs passed in, so tests
+// can call it in-process; it returns the exit status.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return exitUsage
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "exec":
+		return runExec(ctx, rest, stdin, stdout, stderr)
+	case "repl":
+		return runRepl(ctx, rest, stdin, stdout, stderr)
+	case "ls":
+		return runLs(ctx, rest, stdout, stderr)
+	case "stop":
+		return runStop(ctx, rest, stdout, stderr)
+	case "help", "-h", "-help", "--help":
+		usage(stdout)
+		return exitOK
+	}
+	if strings.HasPrefix(cmd, "-") {
+		fmt.Fprintf(stderr, "agentbox: flag %s before a command (see agentbox help)\n", cmd)
+	} else {
+		fmt.Fprintf(stderr, "agentbox: unknown command %q (see agentbox help)\n", cmd)
+	}
+	return exitUsage
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `usage: agentbox COMMAND [flags]
+
+Runs Python in agentbox sessions: one sandbox container per session key, whose
+variables and imports persist from one command to the next.
+
+commands:
+  exec [flags] [CODE | -]   run CODE (or standard input, when CODE is - or absent)
+      --session KEY         session to run in (default "default"; created if needed)
+      --timeout D           interrupt the code after D, such as 30s or 2m (default EXEC_TIMEOUT_S)
+      --id EXEC_ID          execution id: repeating an id prints the recorded result
+                            without running the code again
+      --json                print the result as one JSON object and nothing else on stdout
+  repl [--session KEY]      interactive prompt; Ctrl-C interrupts the running code
+                            (state is kept) or clears the input, Ctrl-D exits
+  ls [--json]               list the sessions: key, id, container, state, age, idle, memory
+  stop KEY | --all          stop one session, or every session, removing its container
+  help                      show this help
+
+exit status:
+  0  the code ran without raising (ls, stop: done)
+  1  the code raised an exception or timed out; stop: no such session
+  2  usage or configuration error, or an --id reused for other code
+  3  the sandbox failed: engine unreachable, image missing or stale (run
+     sandbox-setup), session lost, or another system error
+  130 interrupted by Ctrl-C before the code started
+
+environment (also read from ./.env; see example.env for all):
+  SANDBOX_IMAGE        sandbox image (default agentbox-sandbox:latest)
+  EXEC_TIMEOUT_S       default timeout of one execution (default 120)
+  IDLE_TIMEOUT_S       idle sessions are removed after this (default 2700)
+  SESSION_STORAGE      TMPFS or BIND (default TMPFS)
+  SESSIONS_ROOT        session folders in BIND mode (default ./sessions)
+  ARTIFACTS_DB         history database, used for --id replays (default ./artifacts.db)
+  SANDBOX_MEMORY_MB, SANDBOX_CPUS, SANDBOX_NETWORK   container limits
+  DOCKER_HOST          the Docker engine to use
+`)
+}
+
+// newFlags returns a flag set that reports errors through run, as one line,
+// instead of printing the flag package's own message and defaults.
+func newFlags(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet("agentbox "+name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return fs
+}
+
+// parseFlags parses args, returning the exit status to stop with when the
+// command should not go on (help asked for, or a bad flag).
+func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (int, bool) {
+	err := fs.Parse(args)
+	if err == nil {
+		return 0, true
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		usage(stdout)
+		return exitOK, false
+	}
+	fmt.Fprintf(stderr, "agentbox: %s: %v (see agentbox help)\n", strings.TrimPrefix(fs.Name(), "agentbox "), err)
+	return exitUsage, false
+}
+
+// openManager loads the configuration and starts a manager for this
+// process. On failure it has printed why and returns the exit status.
+func openManager(ctx context.Context, stderr io.Writer) (*session.Manager, int) {
+	cfg, err := config.Load()
+	if err != nil {
+		fmt.Fprintf(stderr, "agentbox: configuration: %s\n", oneLine(err))
+		return nil, exitUsage
+	}
+	// A short-lived process must not start warm containers: it would only
+	// remove them again on Close.
+	cfg.PoolSize = 0
+	ns := session.DefaultNamespace
+	if v := strings.TrimSpace(os.Getenv(namespaceEnv)); v != "" {
+		ns = v
+	}
+	m, err := session.NewManager(ctx, cfg, session.WithNamespace(ns))
+	if err != nil {
+		return nil, failure(ctx, stderr, err)
+	}
+	return m, exitOK
+}
+
+// closeManager releases the manager without stopping its sessions, even
+// after Ctrl-C, so the next invocation finds them.
+func closeManager(ctx context.Context, m *session.Manager, stderr io.Writer) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
+	defer cancel()
+	if err := m.Close(ctx); err != nil {
+		fmt.Fprintf(stderr, "agentbox: close: %s\n", oneLine(err))
+	}
+}
+
+// failure prints a Go error from the manager as one line with a hint at the
+// fix, and returns its exit status.
+func failure(ctx context.Context, stderr io.Writer, err error) int {
+	msg := oneLine(err)
+	code := exitSandbox
+	switch {
+	case ctx.Err() != nil && errors.Is(err, context.Canceled):
+		fmt.Fprintln(stderr, "agentbox: interrupted")
+		return exitInterrupted
+	case errors.Is(err, config.ErrInvalid):
+		code = exitUsage
+	case errors.Is(err, session.ErrInvalidKey):
+		code = exitUsage
+	case errors.Is(err, session.ErrImageMissing), errors.Is(err, session.ErrImageStale):
+		if !strings.Contains(msg, "sandbox-setup") {
+			msg += ": run sandbox-setup"
+		}
+	case errors.Is(err, kernel.ErrIDConflict):
+		code = exitUsage // the caller reused an execution id for other code
+	case errors.Is(err, session.ErrSessionLost):
+		msg += " (the next command starts a fresh session)"
+	}
+	fmt.Fprintf(stderr, "agentbox: %s\n", msg)
+	return code
+}
+
+// oneLine joins the lines of an error (errors.Join puts one cause per line)
+// so that every message is one line on stderr.
+func oneLine(err error) string {
+	return strings.ReplaceAll(err.Error(), "\n", "; ")
+}
