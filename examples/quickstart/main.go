@@ -93,10 +93,14 @@ func run(ctx context.Context) error {
 	}
 	fmt.Println("the session holds:")
 	for _, v := range st.Variables {
-		fmt.Printf("    %-10s %-10s %s\n", v.Name, v.Type, v.Repr)
+		desc, _, _ := strings.Cut(v.Repr, "\n")
+		if len(v.Shape) > 0 {
+			desc = fmt.Sprintf("shape %v", v.Shape)
+		}
+		fmt.Printf("    %-10s %-28s %s\n", v.Name, v.Type, desc)
 	}
 	for _, mod := range st.Modules {
-		fmt.Printf("    %-10s module     %s\n", mod.Name, mod.Module)
+		fmt.Printf("    %-10s %-28s %s\n", mod.Name, "module", mod.Module)
 	}
 	fmt.Println()
 	return nil
