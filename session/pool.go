@@ -148,6 +148,13 @@ func (p *pool) start(ctx context.Context) (*pooled, error) {
 		p.discard(w)
 		return nil, err
 	}
+	// The init answers before its kernel worker has finished starting;
+	// inspecting the namespace waits for the worker without counting as an
+	// execution, so the first Exec on a warm container runs at once.
+	if _, err := w.client.Inspect(ctx); err != nil {
+		p.discard(w)
+		return nil, err
+	}
 	return w, nil
 }
 
