@@ -82,6 +82,10 @@ func (d dockerDriver) Create(ctx context.Context, s Spec) (string, error) {
 
 func (d dockerDriver) Connect(ctx context.Context, id string) (io.ReadWriteCloser, error) {
 	s, err := d.cli.Exec(ctx, id, "", sandboximage.BridgeCommand())
+	if errors.Is(err, docker.ErrConflict) {
+		// The engine's answer for a container that is not running.
+		return nil, fmt.Errorf("connect to container %s: not running: %w", shortID(id), err)
+	}
 	if err != nil {
 		return nil, classify(err)
 	}

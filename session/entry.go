@@ -241,12 +241,15 @@ func (m *Manager) markStopped(ctx context.Context, id, reason string) {
 }
 
 // dial connects to the kernel of container id, retrying while its init
-// starts.
+// starts. A container that is gone or stopped is a *lostError.
 func (m *Manager) dial(ctx context.Context, id string) (*kernel.Client, error) {
 	delay := 10 * time.Millisecond
 	for {
 		rw, err := m.drv.Connect(ctx, id)
 		if err != nil {
+			if lost := m.checkAlive(ctx, id); lost != nil {
+				return nil, lost
+			}
 			return nil, err
 		}
 		hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -265,11 +268,8 @@ func (m *Manager) dial(ctx context.Context, id string) (*kernel.Client, error) {
 			return nil, fmt.Errorf("connect to the kernel: %w", err)
 		}
 		// Did the container die while we waited for its kernel?
-		if c, ierr := m.drv.Inspect(ctx, id); ierr != nil || !c.Running {
-			if ierr != nil {
-				return nil, ierr
-			}
-			return nil, fmt.Errorf("%w: container %s %s", ErrSessionLost, shortID(id), deathReason(c, m.image.ID))
+		if lost := m.checkAlive(ctx, id); lost != nil {
+			return nil, lost
 		}
 		select {
 		case <-time.After(delay):
@@ -277,4 +277,31 @@ func (m *Manager) dial(ctx context.Context, id string) (*kernel.Client, error) {
 		}
 		delay = min(delay*2, 200*time.Millisecond)
 	}
+}
+
+// lostError says why a session's container cannot serve it any more.
+type lostError struct {
+	id     string
+	reason string
+}
+
+func (e *lostError) Error() string {
+	return fmt.Sprintf("%v: container %s %s", ErrSessionLost, shortID(e.id), e.reason)
+}
+
+func (e *lostError) Unwrap() error { return ErrSessionLost }
+
+// checkAlive returns a *lostError if container id is gone or stopped, nil
+// if it runs (or the engine cannot say).
+func (m *Manager) checkAlive(ctx context.Context, id string) error {
+	c, err := m.drv.Inspect(ctx, id)
+	switch {
+	case errors.Is(err, ErrContainerNotFound):
+		return &lostError{id: id, reason: "was removed"}
+	case err != nil:
+		return nil
+	case !c.Running:
+		return &lostError{id: id, reason: deathReason(c, m.image.ID)}
+	}
+	return nil
 }

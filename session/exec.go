@@ -103,21 +103,10 @@ func (m *Manager) run(ctx context.Context, e *entry, do, again func(*kernel.Clie
 // reconnect dials the kernel of e's container again, or reports the session
 // lost if the container is gone or dead.
 func (m *Manager) reconnect(ctx context.Context, e *entry) error {
-	c, err := m.drv.Inspect(ctx, e.containerID)
-	if errors.Is(err, ErrContainerNotFound) {
-		return m.lose(ctx, e, "was removed")
-	}
-	if err != nil {
-		return err
-	}
-	if !c.Running {
-		return m.lose(ctx, e, deathReason(c, m.image.ID))
-	}
 	client, err := m.dial(ctx, e.containerID)
-	if errors.Is(err, ErrSessionLost) {
-		m.drop(e)
-		m.markStopped(ctx, e.id, "lost")
-		return err
+	var lost *lostError
+	if errors.As(err, &lost) {
+		return m.lose(ctx, e, lost)
 	}
 	if err != nil {
 		return err
@@ -126,19 +115,19 @@ func (m *Manager) reconnect(ctx context.Context, e *entry) error {
 	return nil
 }
 
-// lose drops a session whose container is gone and says so.
-func (m *Manager) lose(ctx context.Context, e *entry, reason string) error {
+// lose drops a session whose container is gone or dead and says so.
+func (m *Manager) lose(ctx context.Context, e *entry, lost *lostError) error {
 	m.mu.Lock()
 	stopped := e.gone
 	m.mu.Unlock()
 	if stopped {
 		// Stop or the idle sweep removed it on purpose, and recorded why.
-		return fmt.Errorf("%w: container %s was stopped", ErrSessionLost, shortID(e.containerID))
+		return &lostError{id: e.containerID, reason: "was stopped"}
 	}
 	m.drop(e)
 	m.removeBestEffort(e.containerID)
-	m.markStopped(ctx, e.id, "lost: "+reason)
-	return fmt.Errorf("%w: container %s %s", ErrSessionLost, shortID(e.containerID), reason)
+	m.markStopped(ctx, e.id, "lost: "+lost.reason)
+	return lost
 }
 
 // replay returns the recorded result of an execution id this session already

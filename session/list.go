@@ -148,11 +148,9 @@ func (m *Manager) Stop(ctx context.Context, key string) error {
 	m.mu.Unlock()
 	if e != nil {
 		m.drop(e)
-		defer func() {
-			if c := e.client; c != nil {
-				c.Close() // an execution in flight ends with ErrSessionLost
-			}
-		}()
+		// An execution in flight sees its stream end with the container and
+		// closes its client itself; an idle entry's client is closed here.
+		defer m.closeIdle(e)
 	}
 	c, err := m.drv.Inspect(ctx, m.containerName(id))
 	if errors.Is(err, ErrContainerNotFound) {
@@ -181,11 +179,16 @@ func (m *Manager) StopAll(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("stop all: %w", err)
 	}
 	m.mu.Lock()
+	var dropped []*entry
 	for _, e := range m.sessions {
 		e.gone = true
+		dropped = append(dropped, e)
 	}
 	clear(m.sessions)
 	m.mu.Unlock()
+	for _, e := range dropped {
+		defer m.closeIdle(e)
+	}
 	n := 0
 	var errs []error
 	for _, c := range list {
@@ -199,4 +202,17 @@ func (m *Manager) StopAll(ctx context.Context) (int, error) {
 		}
 	}
 	return n, errors.Join(errs...)
+}
+
+// closeIdle closes the kernel client of an entry nobody is using.
+func (m *Manager) closeIdle(e *entry) {
+	select {
+	case e.turn <- struct{}{}:
+		if e.client != nil {
+			e.client.Close()
+			e.client = nil
+		}
+		<-e.turn
+	default:
+	}
 }

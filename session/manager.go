@@ -245,12 +245,14 @@ func (m *Manager) Close(ctx context.Context) error {
 	m.cancel()
 	m.wg.Wait()
 	m.mu.Lock()
+	entries := make([]*entry, 0, len(m.sessions))
 	for _, e := range m.sessions {
-		if e.client != nil {
-			e.client.Close()
-		}
+		entries = append(entries, e)
 	}
 	m.mu.Unlock()
+	for _, e := range entries {
+		m.closeIdle(e)
+	}
 	errs = append(errs, m.pool.drain(context.WithoutCancel(ctx)))
 	errs = append(errs, m.store.Close())
 	if m.closer != nil {

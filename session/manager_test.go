@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentbox/agentbox/kernel"
 	"github.com/agentbox/agentbox/session"
 )
 
@@ -121,5 +122,46 @@ func TestCloseFailsEveryCall(t *testing.T) {
 	}
 	if err := m.Close(ctx); err != nil {
 		t.Fatalf("second Close: %v", err)
+	}
+}
+
+// TestStopDuringExecution: stopping a session while its code runs ends that
+// execution with ErrSessionLost, and the key is free for a new session.
+func TestStopDuringExecution(t *testing.T) {
+	t.Parallel()
+	m := newManager(t, nil)
+	ctx := context.Background()
+	started := make(chan struct{})
+	errc := make(chan error, 1)
+	go func() {
+		var once sync.Once
+		_, err := m.Exec(ctx, "s", "import time\ntime.sleep(60)", session.OnEvent(func(e kernel.Event) {
+			if e.Type == kernel.EventStarted {
+				once.Do(func() { close(started) })
+			}
+		}))
+		errc <- err
+	}()
+	select {
+	case <-started:
+	case <-time.After(time.Minute):
+		t.Fatal("the code never started")
+	}
+	if err := m.Stop(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-errc:
+		if !errors.Is(err, session.ErrSessionLost) {
+			t.Fatalf("execution in a stopped session: %v, want ErrSessionLost", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the execution did not end with its session")
+	}
+	if err := m.Stop(ctx, "s"); !errors.Is(err, session.ErrNotFound) {
+		t.Fatalf("second stop: %v, want ErrNotFound", err)
+	}
+	if res := mustExec(t, m, "s", "print('again')"); res.Stdout != "again\n" {
+		t.Fatalf("new session after stop: %+v", res)
 	}
 }
