@@ -17,6 +17,7 @@ import (
 func (m *Manager) create(ctx context.Context, e *entry) error {
 	if p := m.pool.take(); p != nil {
 		err := m.adopt(ctx, e, p)
+		m.pool.signal()
 		if err == nil {
 			return nil
 		}

@@ -77,6 +77,9 @@ func (d dockerDriver) Create(ctx context.Context, s Spec) (string, error) {
 		spec.Mounts = append(spec.Mounts, docker.Mount{Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly})
 	}
 	id, err := d.cli.CreateContainer(ctx, spec)
+	if errors.Is(err, docker.ErrNotFound) {
+		return "", fmt.Errorf("%w: %s: build it with sandbox-setup: %w", ErrImageMissing, s.Image, err)
+	}
 	return id, classify(err)
 }
 

@@ -234,7 +234,7 @@ func (m *Manager) Fetch(ctx context.Context, key, id string) (*Result, error) {
 		if err == nil {
 			return fromKernel(key, kr), nil
 		}
-		if !errors.Is(err, kernel.ErrUnknownExecution) {
+		if !errors.Is(err, kernel.ErrUnknownExecution) && !errors.Is(err, ErrSessionLost) {
 			return nil, &Error{Op: "fetch", Key: key, ContainerID: e.containerID, Err: err}
 		}
 	} else if !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrSessionLost) {

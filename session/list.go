@@ -81,7 +81,9 @@ func (m *Manager) List(ctx context.Context) ([]Info, error) {
 		return nil, err
 	}
 	defer m.calls.Done()
-	list, err := m.drv.List(ctx, map[string]string{LabelNamespace: m.ns, LabelRole: RoleSession})
+	// Filtered by name, not role: a warm container handed to a key keeps
+	// its pool label (labels are fixed at creation) but takes the key's name.
+	list, err := m.drv.List(ctx, map[string]string{LabelNamespace: m.ns})
 	if err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}
@@ -196,7 +198,7 @@ func (m *Manager) StopAll(ctx context.Context) (int, error) {
 			errs = append(errs, err)
 			continue
 		}
-		if id, ok := strings.CutPrefix(c.Name, m.ns+"_"); ok && c.Labels[LabelRole] == RoleSession && !strings.HasPrefix(id, "pool_") {
+		if id, ok := strings.CutPrefix(c.Name, m.ns+"_"); ok && !strings.HasPrefix(id, "pool_") {
 			m.markStopped(ctx, id, "stopped")
 			n++
 		}

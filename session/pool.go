@@ -57,12 +57,13 @@ func (p *pool) forget(id string) {
 }
 
 // take returns a warm container whose kernel is still connected, or nil.
+// The caller calls signal once the container has its session's name, so
+// that the replacement never runs beside it as a second warm container.
 func (p *pool) take() *pooled {
 	for {
 		select {
 		case w := <-p.ready:
 			p.forget(w.id)
-			p.signal()
 			select {
 			case <-w.client.Done():
 				p.discard(w) // removed or killed while it waited
