@@ -19,7 +19,7 @@ import (
 func TestEngineRestart(t *testing.T) {
 	restart := os.Getenv("AGENTBOX_TEST_ENGINE_RESTART")
 	if restart == "" {
-		t.Skip("restarts the engine: set AGENTBOX_TEST_ENGINE_RESTART=.ci/restart-docker to run it")
+		t.Skip("restarts the engine: set AGENTBOX_TEST_ENGINE_RESTART=$PWD/.ci/restart-docker to run it")
 	}
 	m := newManager(t, nil)
 	mustExec(t, m, "r", "x = 1\nopen('/session/f', 'w').write('f')")
@@ -37,12 +37,14 @@ func TestEngineRestart(t *testing.T) {
 	case err == nil:
 		// The engine kept its containers running (live restore): the
 		// session reconnected with its state.
+		t.Log("the engine kept the container: reconnected with state")
 		if plain(res) != "1" {
 			t.Fatalf("after a live-restore restart: %+v", res)
 		}
 	case errors.Is(err, session.ErrSessionLost):
 		// The engine stopped its containers: the loss is reported once,
 		// then the key works again with a fresh session.
+		t.Logf("reported once: %v", err)
 		res := mustExec(t, m, "r", "'x' in globals()")
 		if plain(res) != "False" {
 			t.Fatalf("after the session was lost: %+v", res)
