@@ -156,6 +156,25 @@ type Config struct {
 	// generates one on first use and keeps it. ARTIFACT_TOKEN_SECRET,
 	// default empty, otherwise at least 32 characters.
 	TokenSecret string
+	// ArtifactMaxFileMB is the largest file ingested as an artifact, in
+	// MiB; larger ones are skipped and reported. ARTIFACT_MAX_FILE_MB,
+	// default 100, at least 1.
+	ArtifactMaxFileMB int
+	// ArtifactMaxFiles caps the files ingested after one execution; the
+	// rest are skipped and reported. ARTIFACT_MAX_FILES, default 100, at
+	// least 1.
+	ArtifactMaxFiles int
+	// ArtifactMaxSessionMB caps the bytes ingested over a session's life,
+	// in MiB; 0 means no cap. ARTIFACT_MAX_SESSION_MB, default 1024.
+	ArtifactMaxSessionMB int
+	// ArtifactMove removes ingested files from /session/artifacts (as
+	// LangGraph-Sandbox does) instead of leaving them for the code.
+	// ARTIFACT_MOVE, default false.
+	ArtifactMove bool
+	// ArtifactFigures also stores the matplotlib figures a result returns
+	// as PNG artifacts, so a text-only agent gets a URL for its chart.
+	// ARTIFACT_FIGURES, default true.
+	ArtifactFigures bool
 }
 
 // Default returns every setting at its default. Paths are relative, as
@@ -182,9 +201,13 @@ func Default() Config {
 		IdleTimeout:    2700 * time.Second,
 		MaxOutputBytes: 1 << 20,
 
-		ArtifactServerAddr: ":8000",
-		ArtifactPublicURL:  "http://localhost:8000",
-		TokenTTL:           600 * time.Second,
+		ArtifactServerAddr:   ":8000",
+		ArtifactPublicURL:    "http://localhost:8000",
+		TokenTTL:             600 * time.Second,
+		ArtifactMaxFileMB:    100,
+		ArtifactMaxFiles:     100,
+		ArtifactMaxSessionMB: 1024,
+		ArtifactFigures:      true,
 	}
 }
 
@@ -633,6 +656,16 @@ func specs() []spec {
 				return ""
 			},
 		},
+		intSpec("ARTIFACT_MAX_FILE_MB", "largest file ingested as an artifact, in MiB; larger ones are skipped and reported", 100, 1, 1<<20,
+			func(c *Config) *int { return &c.ArtifactMaxFileMB }),
+		intSpec("ARTIFACT_MAX_FILES", "most files ingested after one execution; the rest are skipped and reported", 100, 1, 1<<20,
+			func(c *Config) *int { return &c.ArtifactMaxFiles }),
+		intSpec("ARTIFACT_MAX_SESSION_MB", "most artifact bytes ingested over a session's life, in MiB; 0 means no cap", 1024, 0, 1<<30,
+			func(c *Config) *int { return &c.ArtifactMaxSessionMB }),
+		boolSpec("ARTIFACT_MOVE", "remove ingested files from /session/artifacts instead of leaving them", false,
+			func(c *Config) *bool { return &c.ArtifactMove }),
+		boolSpec("ARTIFACT_FIGURES", "also store the matplotlib figures results return as PNG artifacts", true,
+			func(c *Config) *bool { return &c.ArtifactFigures }),
 	}
 }
 

@@ -111,6 +111,11 @@ func TestDefaults(t *testing.T) {
 		{"ARTIFACT_PUBLIC_URL", c.ArtifactPublicURL, "http://localhost:8000"},
 		{"ARTIFACT_TOKEN_TTL_S", c.TokenTTL, 10 * time.Minute},
 		{"ARTIFACT_TOKEN_SECRET", c.TokenSecret, ""},
+		{"ARTIFACT_MAX_FILE_MB", c.ArtifactMaxFileMB, 100},
+		{"ARTIFACT_MAX_FILES", c.ArtifactMaxFiles, 100},
+		{"ARTIFACT_MAX_SESSION_MB", c.ArtifactMaxSessionMB, 1024},
+		{"ARTIFACT_MOVE", c.ArtifactMove, false},
+		{"ARTIFACT_FIGURES", c.ArtifactFigures, true},
 	}
 	var names []string
 	for _, tt := range tests {
@@ -329,6 +334,10 @@ func TestBadValues(t *testing.T) {
 		{"ARTIFACT_TOKEN_TTL_S", "0", `ARTIFACT_TOKEN_TTL_S="0": want an integer from 1 to 86400`},
 		{"ARTIFACT_TOKEN_TTL_S", "86401", `ARTIFACT_TOKEN_TTL_S="86401": want an integer from 1 to 86400`},
 		{"ARTIFACT_TOKEN_SECRET", "short-secret", `ARTIFACT_TOKEN_SECRET=<redacted, 12 chars>: want at least 32 characters`},
+		{"ARTIFACT_MAX_FILE_MB", "0", `ARTIFACT_MAX_FILE_MB="0": want an integer from 1 to 1048576`},
+		{"ARTIFACT_MAX_FILES", "-3", `ARTIFACT_MAX_FILES="-3": want an integer from 1 to 1048576`},
+		{"ARTIFACT_MAX_SESSION_MB", "lots", `ARTIFACT_MAX_SESSION_MB="lots": want an integer from 0 to 1073741824`},
+		{"ARTIFACT_MOVE", "maybe", `ARTIFACT_MOVE="maybe": want true or false`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+"="+tt.value, func(t *testing.T) {
@@ -747,6 +756,8 @@ func TestValidate(t *testing.T) {
 			`ARTIFACT_SERVER_ADDR="": want host:port with a port from 0 to 65535, such as ":8000"`,
 			`ARTIFACT_PUBLIC_URL="": want an absolute http or https URL with a host and no query, fragment or user info`,
 			`ARTIFACT_TOKEN_TTL_S="0": want an integer from 1 to 86400`,
+			`ARTIFACT_MAX_FILE_MB="0": want an integer from 1 to 1048576`,
+			`ARTIFACT_MAX_FILES="0": want an integer from 1 to 1048576`,
 		}, "\n")},
 	}
 	for _, tt := range tests {
