@@ -48,6 +48,8 @@ type call struct {
 	out     strings.Builder
 	errb    strings.Builder
 	state   *State
+	files   []File
+	more    bool
 	reply   chan error // receives nil on the final frame, or the error
 	started bool
 }
@@ -264,6 +266,31 @@ func (c *Client) Inspect(ctx context.Context) (*State, error) {
 	}
 }
 
+// Scan lists the files under dir in the container, at most max of them
+// (more reports that there were others), without following symbolic links.
+// A missing dir is an empty list. The session manager uses it to find the
+// artifacts an execution wrote.
+func (c *Client) Scan(ctx context.Context, dir string, max int) (files []File, more bool, err error) {
+	cl := &call{reply: make(chan error, 1)}
+	tag, err := c.register(cl, false)
+	if err != nil {
+		return nil, false, err
+	}
+	defer c.unregister(cl, tag)
+	if err := c.send(request{Type: "scan", Req: tag, Path: dir, Max: max}); err != nil {
+		return nil, false, err
+	}
+	select {
+	case err := <-cl.reply:
+		if err != nil {
+			return nil, false, fmt.Errorf("scan %s: %w", dir, err)
+		}
+		return cl.files, cl.more, nil
+	case <-ctx.Done():
+		return nil, false, fmt.Errorf("scan %s: %w", dir, ctx.Err())
+	}
+}
+
 // Ping checks that the init answers.
 func (c *Client) Ping(ctx context.Context) error {
 	cl := &call{reply: make(chan error, 1)}
@@ -424,6 +451,9 @@ func (c *Client) dispatch(f frame, line []byte) error {
 			return err
 		}
 		cl.state = &st
+		deliver(cl, nil)
+	case "files":
+		cl.files, cl.more = f.Files, f.More
 		deliver(cl, nil)
 	case "pong":
 		deliver(cl, nil)

@@ -20,6 +20,7 @@
 //	{"type":"interrupt","id":"call-7"}              SIGINT to it (or drop it if still queued)
 //	{"type":"inspect","req":"3"}                    namespace summary
 //	{"type":"ping","req":"4"}
+//	{"type":"scan","req":"5","path":"/session/artifacts","max":1000}   files under a folder
 //
 // Init frames:
 //
@@ -32,6 +33,7 @@
 //	 "timed_out":false,"interrupted":false,"kernel_restarted":false,"state_lost":false,
 //	 "truncated":{},"duration_ms":0.4,"replayed":false}
 //	{"type":"state","req":"3","variables":[...],"modules":[...]}
+//	{"type":"files","req":"5","files":[{"path":"a/b.csv","size":9,"mtime_ns":...,"kind":"file"}],"more":false}
 //	{"type":"error","req":"2","code":"unknown_execution","message":"..."}
 //
 // Frames of an execution go to every client that asked for it (by execute or

@@ -384,3 +384,46 @@ func TestInspect(t *testing.T) {
 		t.Fatalf("modules: %+v", st.Modules)
 	}
 }
+
+func TestScan(t *testing.T) {
+	c := dockertest.Dial(t, dockertest.Sandbox(t, nil))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	files, more, err := c.Scan(ctx, "/session/artifacts", 100)
+	if err != nil || len(files) != 0 || more {
+		t.Fatalf("missing folder: %v %v %v", files, more, err)
+	}
+	run(t, c, `import os
+os.makedirs("/session/artifacts/sub/deeper")
+open("/session/artifacts/a.txt", "w").write("abc")
+open("/session/artifacts/sub/deeper/b c.csv", "w").write("x,y\n")
+os.symlink("/etc/passwd", "/session/artifacts/link")
+os.mkfifo("/session/artifacts/fifo")
+open(os.fsencode("/session/artifacts/") + b"bad\xff", "w").write("?")`)
+	files, more, err = c.Scan(ctx, "/session/artifacts", 100)
+	if err != nil || more {
+		t.Fatal(err, more)
+	}
+	got := map[string]kernel.File{}
+	for _, f := range files {
+		got[f.Path] = f
+	}
+	want := map[string]string{"a.txt": "file", "sub/deeper/b c.csv": "file", "link": "link", "fifo": "other", "bad\ufffd": "badname"}
+	if len(got) != len(want) {
+		t.Fatalf("scan: %+v", files)
+	}
+	for p, kind := range want {
+		if got[p].Kind != kind {
+			t.Errorf("%s: %+v, want kind %s", p, got[p], kind)
+		}
+	}
+	if f := got["a.txt"]; f.Size != 3 || f.MtimeNS == 0 {
+		t.Errorf("a.txt: %+v", f)
+	}
+	if files, more, err := c.Scan(ctx, "/session/artifacts", 2); err != nil || len(files) != 2 || !more {
+		t.Fatalf("limit 2: %d files, more %v, %v", len(files), more, err)
+	}
+	if _, _, err := c.Scan(ctx, "relative", 2); !errors.Is(err, kernel.ErrRejected) {
+		t.Fatalf("relative path: %v", err)
+	}
+}

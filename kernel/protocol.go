@@ -103,6 +103,14 @@ type State struct {
 	Modules   []Module   `json:"modules"`
 }
 
+// File is an entry of a folder the kernel scanned (Client.Scan).
+type File struct {
+	Path    string `json:"path"` // relative to the scanned folder, slash-separated
+	Size    int64  `json:"size"`
+	MtimeNS int64  `json:"mtime_ns"`
+	Kind    string `json:"kind"` // "file", "link" (never followed), "other" (fifo, socket, device) or "badname" (not UTF-8)
+}
+
 // frame is any frame from the init; fields are the union of all types.
 type frame struct {
 	Type  string `json:"type"`
@@ -123,7 +131,10 @@ type frame struct {
 	DurationMS      float64          `json:"duration_ms"`
 	Replayed        bool             `json:"replayed"`
 	Duplicate       bool             `json:"duplicate"`
-	raw             json.RawMessage
+	// files frames
+	Files []File `json:"files"`
+	More  bool   `json:"more"`
+	raw   json.RawMessage
 }
 
 // request is any frame to the init.
@@ -133,4 +144,6 @@ type request struct {
 	ID      string   `json:"id,omitempty"`
 	Code    *string  `json:"code,omitempty"`
 	Timeout *float64 `json:"timeout,omitempty"`
+	Path    string   `json:"path,omitempty"`
+	Max     int      `json:"max,omitempty"`
 }

@@ -30,6 +30,7 @@ import os
 import selectors
 import signal
 import socket
+import stat
 import sys
 import time
 import uuid
@@ -574,8 +575,47 @@ class Init:
             self.dispatch()
         elif kind == "ping":
             client.send({"type": "pong", "req": req})
+        elif kind == "scan":
+            self.scan(client, msg, req)
         else:
             client.send({"type": "error", "req": req, "code": "bad_request", "message": "unknown request type %r" % (kind,)})
+
+    def scan(self, client, msg, req):
+        """Lists the files under a folder (the host looks for new artifacts
+        after each execution). Symbolic links are reported, never followed;
+        a missing folder is an empty list."""
+        root, limit = msg.get("path"), msg.get("max", 10000)
+        if not isinstance(root, str) or not root.startswith("/") or not isinstance(limit, int) or limit < 1:
+            client.send({"type": "error", "req": req, "code": "bad_request", "message": "scan needs an absolute \"path\" and a positive \"max\""})
+            return
+        files, more, stack = [], False, [""]
+        while stack and not more:
+            rel = stack.pop()
+            try:
+                it = os.scandir(os.path.join(root, rel) if rel else root)
+            except OSError:
+                continue
+            with it:
+                for entry in it:
+                    path = rel + "/" + entry.name if rel else entry.name
+                    try:
+                        st = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    if stat.S_ISDIR(st.st_mode):
+                        stack.append(path)
+                        continue
+                    kind = "file" if stat.S_ISREG(st.st_mode) else "link" if stat.S_ISLNK(st.st_mode) else "other"
+                    try:
+                        path.encode("utf-8")
+                    except UnicodeEncodeError:
+                        # Not UTF-8: the host could not name it back.
+                        kind, path = "badname", path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+                    files.append({"path": path, "size": st.st_size, "mtime_ns": st.st_mtime_ns, "kind": kind})
+                    if len(files) >= limit:
+                        more = True
+                        break
+        client.send({"type": "files", "req": req, "files": files, "more": more})
 
     def finish_unstarted(self, ex):
         ex.started = time.monotonic()
