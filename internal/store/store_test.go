@@ -3,7 +3,10 @@ package store_test
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -27,6 +30,25 @@ func openTest(t *testing.T) *store.Store {
 }
 
 // migrationRows returns the versions recorded in schema_migrations.
+// allMigrations lists the versions of the migration files, so these tests
+// need no edit when a migration is added.
+func allMigrations(t *testing.T) []int {
+	t.Helper()
+	entries, err := os.ReadDir("migrations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vs []int
+	for _, e := range entries {
+		v, err := strconv.Atoi(strings.SplitN(e.Name(), "_", 2)[0])
+		if err != nil {
+			t.Fatalf("migration file %s: %v", e.Name(), err)
+		}
+		vs = append(vs, v)
+	}
+	return vs
+}
+
 func migrationRows(t *testing.T, s *store.Store) []int {
 	t.Helper()
 	rows, err := s.DB().QueryContext(t.Context(), `SELECT version FROM schema_migrations ORDER BY version`)
@@ -87,8 +109,8 @@ func TestMigrationsIdempotent(t *testing.T) {
 		if err != nil {
 			t.Fatalf("open %d: %v", i, err)
 		}
-		if got := migrationRows(t, s); len(got) != 1 || got[0] != 1 {
-			t.Errorf("open %d: schema_migrations = %v, want [1]", i, got)
+		if got, want := migrationRows(t, s), allMigrations(t); !slices.Equal(got, want) {
+			t.Errorf("open %d: schema_migrations = %v, want %v", i, got, want)
 		}
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
@@ -116,8 +138,8 @@ func TestConcurrentOpen(t *testing.T) {
 		if s == nil {
 			continue
 		}
-		if got := migrationRows(t, s); len(got) != 1 || got[0] != 1 {
-			t.Errorf("schema_migrations = %v, want [1]", got)
+		if got, want := migrationRows(t, s), allMigrations(t); !slices.Equal(got, want) {
+			t.Errorf("schema_migrations = %v, want %v", got, want)
 		}
 		if err := s.Close(); err != nil {
 			t.Error(err)

@@ -1,0 +1,306 @@
+package artifacts
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// DefaultGrace is the default Blobstore.Grace: an hour.
+const DefaultGrace = time.Hour
+
+// ErrInvalidSHA256 means a blob name is not 64 lowercase hex digits. Checking
+// the form before it becomes a path keeps names like "../../etc/passwd" out
+// of the file system.
+var ErrInvalidSHA256 = errors.New("invalid sha256: want 64 lowercase hex digits")
+
+// TooLargeError is returned by PutLimit when the content exceeds the limit.
+type TooLargeError struct {
+	Size int64 // bytes read before stopping: Max+1, a lower bound of the real size
+	Max  int64 // the limit, in bytes
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("artifact too large: at least %d bytes, limit %d", e.Size, e.Max)
+}
+
+// Blobstore keeps file contents by SHA-256 under a directory, as
+// dir/ab/cd/<sha256> for a hash starting "abcd", so identical content is
+// stored once. Blobs are written to dir/tmp first and renamed into place
+// after an fsync: a final name only ever holds complete content, whatever
+// crashes. A Blobstore is safe for concurrent use by many goroutines and by
+// other processes sharing the directory.
+type Blobstore struct {
+	// Grace is how long GC spares a blob after Put last wrote or deduplicated
+	// it, and a temp file after it was last written; default DefaultGrace.
+	// An ingestion must add the index row within Grace of its Put.
+	Grace time.Duration
+
+	dir string
+
+	// gcHook, when set by a test, runs in GC between deciding to collect a
+	// blob and moving it away, to stage a concurrent Put.
+	gcHook func(sha string)
+}
+
+// tmpDir is the folder under the blobstore's directory for temp files, on
+// the same file system as the blobs so that rename is atomic.
+const tmpDir = "tmp"
+
+// Temp file name prefixes in tmpDir: content being written by Put, and blobs
+// GC moved away and is about to delete.
+const (
+	putPrefix = "put-"
+	gcPrefix  = "gc-"
+)
+
+// Modes of what the Blobstore creates: blobs are never modified, and their
+// content is the sessions' data, so nothing is readable by others.
+const (
+	dirMode  = 0o750
+	blobMode = 0o440
+)
+
+// NewBlobstore returns a Blobstore keeping its blobs under dir. It does no
+// I/O: the directory is created by the first Put.
+func NewBlobstore(dir string) *Blobstore {
+	return &Blobstore{dir: filepath.Clean(dir)}
+}
+
+// Dir returns the directory the Blobstore keeps its blobs in.
+func (b *Blobstore) Dir() string { return b.dir }
+
+func (b *Blobstore) grace() time.Duration {
+	if b.Grace > 0 {
+		return b.Grace
+	}
+	return DefaultGrace
+}
+
+// Put stores the content r yields and returns its SHA-256 (lowercase hex) and
+// size. It reads r once, hashing while it writes a temp file, so memory use
+// does not grow with the content. When the blob exists already, Put only
+// refreshes its modification time (which GC reads) and drops the copy. On
+// error, including a failing r or a done ctx, nothing is left under a final
+// name and the temp file is removed.
+func (b *Blobstore) Put(ctx context.Context, r io.Reader) (sha256 string, size int64, err error) {
+	return b.put(ctx, r, -1)
+}
+
+// PutLimit is Put for content of at most max bytes. It reads at most max+1
+// bytes of r and returns a *TooLargeError when there are more; a negative
+// max means no limit.
+func (b *Blobstore) PutLimit(ctx context.Context, r io.Reader, max int64) (sha256 string, size int64, err error) {
+	return b.put(ctx, r, max)
+}
+
+// copyBufs holds Put's copy buffers. A large buffer keeps the number of read
+// and write system calls low for big files: the hash, not the calls, should
+// bound the rate.
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, 1<<20); return &b }}
+
+func (b *Blobstore) put(ctx context.Context, r io.Reader, max int64) (sum string, size int64, err error) {
+	tmp := filepath.Join(b.dir, tmpDir)
+	if err := mkdirAllSync(tmp); err != nil {
+		return "", 0, fmt.Errorf("put blob: %w", err)
+	}
+	f, err := os.CreateTemp(tmp, putPrefix+"*")
+	if err != nil {
+		return "", 0, fmt.Errorf("put blob: %w", err)
+	}
+	renamed := false
+	defer func() {
+		if !renamed {
+			f.Close() // a second Close only reports ErrClosed
+			os.Remove(f.Name())
+		}
+	}()
+
+	if max >= 0 {
+		r = io.LimitReader(r, max+1) // one byte more tells "too large" from "exactly max"
+	}
+	h := sha256.New()
+	bufp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bufp)
+	buf := *bufp
+	for {
+		if err := ctx.Err(); err != nil {
+			return "", 0, fmt.Errorf("put blob: %w", context.Cause(ctx))
+		}
+		n, rerr := r.Read(buf)
+		if n > 0 {
+			h.Write(buf[:n]) // never fails
+			if _, err := f.Write(buf[:n]); err != nil {
+				return "", 0, fmt.Errorf("put blob: %w", err)
+			}
+			size += int64(n)
+			if max >= 0 && size > max {
+				return "", 0, fmt.Errorf("put blob: %w", &TooLargeError{Size: size, Max: max})
+			}
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			return "", 0, fmt.Errorf("put blob: read content: %w", rerr)
+		}
+	}
+	sum = hex.EncodeToString(h.Sum(nil))
+	final := b.path(sum)
+
+	// Identical content stored already: refresh its time so GC spares it
+	// until the caller's row is added. If GC removed it meanwhile, the
+	// touch fails and the copy goes in instead.
+	now := time.Now()
+	if err := os.Chtimes(final, now, now); err == nil {
+		return sum, size, nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return "", 0, fmt.Errorf("put blob %s: %w", sum, err)
+	}
+
+	// Every change is made before the fsyncs that make it durable, the
+	// folders' first: on a journalling file system the first fsync commits
+	// them all, and the fsyncs after it find little left to do. Each fsync
+	// that commits costs a disk cache flush, the price of a small blob.
+	parents, err := mkdirAll(filepath.Dir(final))
+	if err != nil {
+		return "", 0, fmt.Errorf("put blob %s: %w", sum, err)
+	}
+	if err := f.Chmod(blobMode); err != nil {
+		return "", 0, fmt.Errorf("put blob %s: %w", sum, err)
+	}
+	// The content is durable before it has a final name.
+	if err := f.Sync(); err != nil {
+		return "", 0, fmt.Errorf("put blob %s: %w", sum, err)
+	}
+	if err := f.Close(); err != nil {
+		return "", 0, fmt.Errorf("put blob %s: %w", sum, err)
+	}
+	// A concurrent Put of the same content may rename first: replacing its
+	// file with identical bytes is harmless, and rename is atomic.
+	if err := os.Rename(f.Name(), final); err != nil {
+		return "", 0, fmt.Errorf("put blob %s: %w", sum, err)
+	}
+	renamed = true
+	for _, d := range append([]string{filepath.Dir(final)}, parents...) {
+		if err := syncDir(d); err != nil {
+			return "", 0, fmt.Errorf("put blob %s: %w", sum, err)
+		}
+	}
+	return sum, size, nil
+}
+
+// Open opens the blob for reading. It returns an error wrapping ErrBlobMissing
+// when there is none, and ErrInvalidSHA256 for a malformed name.
+func (b *Blobstore) Open(sha256 string) (*os.File, error) {
+	if !validSHA256(sha256) {
+		return nil, fmt.Errorf("open blob %q: %w", sha256, ErrInvalidSHA256)
+	}
+	f, err := os.Open(b.path(sha256))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("open blob %s: %w", sha256, ErrBlobMissing)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open blob %s: %w", sha256, err)
+	}
+	return f, nil
+}
+
+// Path returns the file name of the blob, whether or not it exists, or an
+// error wrapping ErrInvalidSHA256 for a malformed name.
+func (b *Blobstore) Path(sha256 string) (string, error) {
+	if !validSHA256(sha256) {
+		return "", fmt.Errorf("blob path %q: %w", sha256, ErrInvalidSHA256)
+	}
+	return b.path(sha256), nil
+}
+
+// Remove deletes the blob; a missing blob is no error. It does not check
+// whether index rows or a concurrent Put still need the blob: GC does.
+func (b *Blobstore) Remove(sha256 string) error {
+	if !validSHA256(sha256) {
+		return fmt.Errorf("remove blob %q: %w", sha256, ErrInvalidSHA256)
+	}
+	if err := os.Remove(b.path(sha256)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove blob %s: %w", sha256, err)
+	}
+	return nil
+}
+
+// path returns the file name of a valid blob name: two levels of folders
+// keep each folder small (at most 65 536 folders, few files in each).
+func (b *Blobstore) path(sha string) string {
+	return filepath.Join(b.dir, sha[0:2], sha[2:4], sha)
+}
+
+// validSHA256 reports whether s is 64 lowercase hex digits.
+func validSHA256(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for i := range len(s) {
+		if !isHexDigit(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// isHexDigit reports whether c is a lowercase hex digit.
+func isHexDigit(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' }
+
+// mkdirAll is os.MkdirAll that returns the parents of the folders it
+// created, deepest first: they must be fsynced for the new folders to
+// survive a crash.
+func mkdirAll(dir string) (parents []string, err error) {
+	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+		return nil, nil
+	}
+	parent := filepath.Dir(dir)
+	if parent != dir {
+		if parents, err = mkdirAll(parent); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.Mkdir(dir, dirMode); err != nil {
+		if errors.Is(err, fs.ErrExist) { // created concurrently, or not a folder (the caller's next step says)
+			return parents, nil
+		}
+		return nil, err
+	}
+	return append([]string{parent}, parents...), nil
+}
+
+// mkdirAllSync is mkdirAll that fsyncs the parents at once.
+func mkdirAllSync(dir string) error {
+	parents, err := mkdirAll(dir)
+	for _, p := range parents {
+		if err != nil {
+			break
+		}
+		err = syncDir(p)
+	}
+	return err
+}
+
+// syncDir fsyncs a folder, making the entries created or renamed in it
+// durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

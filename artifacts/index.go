@@ -1,0 +1,184 @@
+package artifacts
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agentbox/agentbox/internal/store"
+)
+
+// Index is the table of artifacts in the agentbox database: one row per
+// session, relative name and content, the content being a blob in the
+// Blobstore. It is safe for concurrent use by many goroutines and by other
+// processes with the same database open: the store runs the file in WAL mode
+// with a busy timeout, and every write here is a single statement.
+type Index struct {
+	db *sql.DB
+}
+
+// NewIndex returns the Index kept in s, whose migrations create its table. It
+// does no I/O.
+func NewIndex(s *store.Store) *Index {
+	return &Index{db: s.DB()}
+}
+
+// timeFormat is the store's: RFC 3339 UTC with a fixed nine-digit fraction,
+// so stored times sort as text and time.RFC3339Nano parses them.
+const timeFormat = "2006-01-02T15:04:05.000000000Z07:00"
+
+func formatTime(t time.Time) string { return t.UTC().Format(timeFormat) }
+
+// columns is the column list every query selects, in scanArtifact's order.
+const columns = `id, namespace, session_id, session_key, name, sha256, size, mime, created`
+
+// Add records a, assigning an ID (130 random bits, lowercase base32) and, when
+// zero, Created, and returns the row as stored. Adding the same namespace,
+// session, name and content again returns the existing row, ID unchanged,
+// with Created moved forward to the later of the two: the newest ingestion
+// of a name is its latest version even when a file returns to earlier
+// content. The blob should be in the Blobstore already (see GC).
+func (ix *Index) Add(ctx context.Context, a Artifact) (Artifact, error) {
+	switch {
+	case a.SessionID == "":
+		return Artifact{}, errors.New("add artifact: empty session id")
+	case a.Name == "" || strings.ContainsRune(a.Name, 0):
+		return Artifact{}, fmt.Errorf("add artifact %q: want a non-empty name without NUL", a.Name)
+	case !validSHA256(a.SHA256):
+		return Artifact{}, fmt.Errorf("add artifact %q: %w", a.Name, ErrInvalidSHA256)
+	case a.Size < 0:
+		return Artifact{}, fmt.Errorf("add artifact %q: negative size %d", a.Name, a.Size)
+	}
+	if a.Created.IsZero() {
+		a.Created = time.Now()
+	}
+	// One statement, so it is atomic without a transaction: the upsert and
+	// RETURNING give the new or the existing row.
+	row := ix.db.QueryRowContext(ctx, `INSERT INTO artifacts (`+columns+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (namespace, session_id, name, sha256)
+		DO UPDATE SET created = max(created, excluded.created)
+		RETURNING `+columns,
+		newID(), a.Namespace, a.SessionID, a.SessionKey, a.Name, a.SHA256, a.Size, a.MIME,
+		formatTime(a.Created))
+	got, err := scanArtifact(row)
+	if err != nil {
+		return Artifact{}, fmt.Errorf("add artifact %q: %w", a.Name, err)
+	}
+	return got, nil
+}
+
+// newID returns a fresh artifact ID: unguessable, since it names the
+// artifact in download URLs, and lowercase so it survives case-folding.
+func newID() string { return strings.ToLower(rand.Text()) }
+
+// Get returns the artifact with the id, or an error wrapping ErrNotFound.
+func (ix *Index) Get(ctx context.Context, id string) (Artifact, error) {
+	a, err := scanArtifact(ix.db.QueryRowContext(ctx,
+		`SELECT `+columns+` FROM artifacts WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Artifact{}, fmt.Errorf("get artifact %q: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return Artifact{}, fmt.Errorf("get artifact %q: %w", id, err)
+	}
+	return a, nil
+}
+
+// BySession returns the artifacts of a session, every version of every name,
+// newest first; none is no error.
+func (ix *Index) BySession(ctx context.Context, namespace, sessionID string) ([]Artifact, error) {
+	rows, err := ix.db.QueryContext(ctx, `SELECT `+columns+` FROM artifacts
+		WHERE namespace = ? AND session_id = ?
+		ORDER BY created DESC, name, id`, namespace, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("list artifacts of session %q: %w", sessionID, err)
+	}
+	defer rows.Close()
+	var list []Artifact
+	for rows.Next() {
+		a, err := scanArtifact(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list artifacts of session %q: %w", sessionID, err)
+		}
+		list = append(list, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list artifacts of session %q: %w", sessionID, err)
+	}
+	return list, nil
+}
+
+// ByName returns the latest version of a session's artifact with the
+// relative name, or an error wrapping ErrNotFound.
+func (ix *Index) ByName(ctx context.Context, namespace, sessionID, name string) (Artifact, error) {
+	a, err := scanArtifact(ix.db.QueryRowContext(ctx, `SELECT `+columns+` FROM artifacts
+		WHERE namespace = ? AND session_id = ? AND name = ?
+		ORDER BY created DESC, id LIMIT 1`, namespace, sessionID, name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Artifact{}, fmt.Errorf("get artifact %q of session %q: %w", name, sessionID, ErrNotFound)
+	}
+	if err != nil {
+		return Artifact{}, fmt.Errorf("get artifact %q of session %q: %w", name, sessionID, err)
+	}
+	return a, nil
+}
+
+// Latest returns the SHA-256 of the latest version of each of a session's
+// artifact names, for telling which files changed since the last ingestion.
+func (ix *Index) Latest(ctx context.Context, namespace, sessionID string) (map[string]string, error) {
+	// With max() as the only aggregate, SQLite takes the bare column sha256
+	// from the row holding the maximum: the latest version of each name.
+	rows, err := ix.db.QueryContext(ctx, `SELECT name, sha256, max(created) FROM artifacts
+		WHERE namespace = ? AND session_id = ? GROUP BY name`, namespace, sessionID)
+	if err != nil {
+		return nil, fmt.Errorf("latest artifacts of session %q: %w", sessionID, err)
+	}
+	defer rows.Close()
+	latest := make(map[string]string)
+	for rows.Next() {
+		var name, sum, created string
+		if err := rows.Scan(&name, &sum, &created); err != nil {
+			return nil, fmt.Errorf("latest artifacts of session %q: %w", sessionID, err)
+		}
+		latest[name] = sum
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("latest artifacts of session %q: %w", sessionID, err)
+	}
+	return latest, nil
+}
+
+// Referenced reports whether any row, of any session, names the blob. It
+// makes an Index the Referencer that Blobstore.GC asks.
+func (ix *Index) Referenced(ctx context.Context, sha256 string) (bool, error) {
+	var n int
+	err := ix.db.QueryRowContext(ctx,
+		`SELECT EXISTS (SELECT 1 FROM artifacts WHERE sha256 = ?)`, sha256).Scan(&n)
+	if err != nil {
+		return false, fmt.Errorf("look up blob %s: %w", sha256, err)
+	}
+	return n != 0, nil
+}
+
+// scanner is what scanArtifact needs of a *sql.Row or *sql.Rows.
+type scanner interface{ Scan(dest ...any) error }
+
+func scanArtifact(s scanner) (Artifact, error) {
+	var a Artifact
+	var created string
+	if err := s.Scan(&a.ID, &a.Namespace, &a.SessionID, &a.SessionKey, &a.Name,
+		&a.SHA256, &a.Size, &a.MIME, &created); err != nil {
+		return Artifact{}, err
+	}
+	t, err := time.Parse(time.RFC3339Nano, created)
+	if err != nil {
+		return Artifact{}, fmt.Errorf("artifact %s: created: %w", a.ID, err)
+	}
+	a.Created = t
+	return a, nil
+}
