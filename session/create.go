@@ -47,6 +47,7 @@ func (m *Manager) create(ctx context.Context, e *entry) error {
 		return err
 	}
 	e.containerID, e.client = id, client
+	m.baseline(ctx, e, dir != "")
 	e.created = time.Now()
 	m.touch(e, e.created)
 	return m.record(ctx, e)
@@ -80,6 +81,7 @@ func (m *Manager) adopt(ctx context.Context, e *entry, p *pooled) error {
 		}
 	}
 	e.containerID, e.client = p.id, p.client
+	m.baseline(ctx, e, m.cfg.SessionStorage == config.StorageBind)
 	e.created = time.Now()
 	m.touch(e, e.created)
 	return m.record(ctx, e)

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"archive/tar"
 	"context"
 	"errors"
 	"fmt"
@@ -125,6 +126,61 @@ func (d dockerDriver) Rename(ctx context.Context, id, name string) error {
 
 func (d dockerDriver) Remove(ctx context.Context, id string) error {
 	return classify(d.cli.RemoveContainer(ctx, id))
+}
+
+// ReadFiles streams the regular files names (relative to dir) out of a
+// container in one tar stream made inside it, calling fn for each in turn.
+// tar stores symbolic links as links, never following them; they and any
+// other non-regular entry are not passed to fn. (docker cp cannot be used:
+// it does not see tmpfs mounts, and /session is one in TMPFS mode.)
+func (d dockerDriver) ReadFiles(ctx context.Context, id, dir string, names []string, fn func(name string, r io.Reader) error) error {
+	cmd := []string{"tar", "-C", dir, "--null", "--verbatim-files-from", "--no-recursion", "-T", "-", "-cf", "-"}
+	s, err := d.cli.Exec(ctx, id, "", cmd)
+	if err != nil {
+		return classify(err)
+	}
+	defer s.Close()
+	go func() {
+		var list []byte
+		for _, n := range names {
+			list = append(append(list, n...), 0)
+		}
+		s.Write(list)
+		s.CloseWrite()
+	}()
+	tr := tar.NewReader(s)
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("read files from container %s: %w (tar said: %s)", shortID(id), err, s.Stderr())
+		}
+		if hdr.Typeflag != tar.TypeReg {
+			continue
+		}
+		if err := fn(hdr.Name, tr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RemoveFile deletes one file in a container, as the container's user.
+func (d dockerDriver) RemoveFile(ctx context.Context, id, path string) error {
+	s, err := d.cli.Exec(ctx, id, "", []string{"rm", "-f", "--", path})
+	if err != nil {
+		return classify(err)
+	}
+	defer s.Close()
+	if _, err := io.Copy(io.Discard, s); err != nil {
+		return fmt.Errorf("remove %s in container %s: %w", path, shortID(id), err)
+	}
+	if msg := s.Stderr(); msg != "" {
+		return fmt.Errorf("remove %s in container %s: %s", path, shortID(id), msg)
+	}
+	return nil
 }
 
 func (d dockerDriver) MemoryUsage(ctx context.Context, id string) (int64, error) {

@@ -26,6 +26,8 @@ type entry struct {
 	client      *kernel.Client
 	created     time.Time
 	execCount   int
+	files       map[string]stamp // /session/artifacts after the last execution
+	ingested    int64            // artifact bytes of the session so far
 
 	// Guarded by Manager.mu.
 	lastUsed time.Time
@@ -187,6 +189,7 @@ func (m *Manager) attach(ctx context.Context, e *entry, c Container) error {
 	}
 	e.containerID, e.client = c.ID, client
 	e.execCount = client.Hello().ExecutionCount
+	m.baseline(ctx, e, true)
 	now := time.Now()
 	row, err := m.store.Session(ctx, m.ns, e.id)
 	if err == nil && row.ContainerID == c.ID {

@@ -73,6 +73,7 @@ func (m *Manager) Exec(ctx context.Context, key, code string, opts ...ExecOption
 	}
 	res := fromKernel(key, kr)
 	if !res.Replayed {
+		m.ingest(ctx, e, res)
 		m.finish(ctx, e, code, started, res)
 	}
 	return res, nil
@@ -146,7 +147,7 @@ func (m *Manager) replay(ctx context.Context, key, id, code string) (*Result, er
 	if len(code) <= m.store.MaxCode && rec.Code != code {
 		return nil, &Error{Op: "exec", Key: key, Err: fmt.Errorf("%w: %s", kernel.ErrIDConflict, id)}
 	}
-	return fromRecord(key, rec), nil
+	return m.fromHistory(key, rec), nil
 }
 
 func fromRecord(key string, rec store.Execution) *Result {
@@ -172,6 +173,13 @@ func fromRecord(key string, rec store.Execution) *Result {
 	if len(rec.Artifacts) > 0 {
 		_ = json.Unmarshal(rec.Artifacts, &res.Artifacts)
 	}
+	return res
+}
+
+// fromHistory is fromRecord with fresh download URLs.
+func (m *Manager) fromHistory(key string, rec store.Execution) *Result {
+	res := fromRecord(key, rec)
+	m.resign(res.Artifacts)
 	return res
 }
 
@@ -247,5 +255,5 @@ func (m *Manager) Fetch(ctx context.Context, key, id string) (*Result, error) {
 	if err != nil {
 		return nil, &Error{Op: "fetch", Key: key, Err: err}
 	}
-	return fromRecord(key, rec), nil
+	return m.fromHistory(key, rec), nil
 }

@@ -43,6 +43,7 @@ type Manager struct {
 	drv         Driver
 	closer      io.Closer // the default driver's client
 	store       *store.Store
+	art         artifactStore
 	log         *slog.Logger
 	ns          string
 	image       Image
@@ -183,6 +184,9 @@ func NewManager(ctx context.Context, cfg config.Config, opts ...Option) (*Manage
 	m.image = img
 	if m.store, err = store.Open(ctx, cfg.ArtifactsDB); err != nil {
 		return fail(fmt.Errorf("open history: %w", err))
+	}
+	if err := m.openArtifacts(); err != nil {
+		return fail(fmt.Errorf("open artifacts: %w", err))
 	}
 	m.bg, m.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	m.pool = newPool(m, cfg.PoolSize)

@@ -25,7 +25,10 @@ type Result struct {
 	Truncated       map[string]int64  // stream name -> bytes cut from the middle
 	Replayed        bool              // recorded earlier: the code did not run again
 	Duration        time.Duration
-	Artifacts       []Artifact // files the code wrote under /session/artifacts
+	Artifacts       []Artifact // files the code wrote under /session/artifacts, and its figures
+	// SkippedArtifacts lists the files that were not stored (too large, too
+	// many, symbolic links...) with the reason.
+	SkippedArtifacts []Skipped
 }
 
 // Artifact is a file an execution wrote under /session/artifacts, stored and
@@ -68,10 +71,11 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 		Replayed        bool                `json:"replayed"`
 		DurationMS      float64             `json:"duration_ms"`
 		Artifacts       []Artifact          `json:"artifacts"`
+		Skipped         []Skipped           `json:"skipped_artifacts,omitempty"`
 	}{
 		r.Session, r.ID, r.ExecutionCount, r.Stdout, r.Stderr, bundles, r.Error,
 		r.TimedOut, r.Interrupted, r.KernelRestarted, r.StateLost, r.RestartReason,
-		r.Truncated, r.Replayed, float64(r.Duration.Microseconds()) / 1000, arts,
+		r.Truncated, r.Replayed, float64(r.Duration.Microseconds()) / 1000, arts, r.SkippedArtifacts,
 	})
 }
 

@@ -209,6 +209,16 @@ func (c *Client) MemoryUsage(ctx context.Context, id string) (int64, error) {
 	return used, nil
 }
 
+// CopyFrom returns a tar stream of path in container id (a file, or a
+// folder with everything under it), as `docker cp` reads it.
+func (c *Client) CopyFrom(ctx context.Context, id, path string) (io.ReadCloser, error) {
+	rc, _, err := c.api.CopyFromContainer(ctx, id, path)
+	if err != nil {
+		return nil, fmt.Errorf("copy %s from container %s: %w", path, short(id), c.classify(err))
+	}
+	return rc, nil
+}
+
 // Logs returns what the container wrote to its stdout and stderr.
 func (c *Client) Logs(ctx context.Context, id string) (stdout, stderr string, err error) {
 	rc, err := c.api.ContainerLogs(ctx, id, container.LogsOptions{ShowStdout: true, ShowStderr: true})

@@ -1,0 +1,351 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/agentbox/agentbox/artifacts"
+	"github.com/agentbox/agentbox/config"
+)
+
+// ArtifactsDir is where code writes the files it wants to hand back.
+const ArtifactsDir = "/session/artifacts"
+
+// maxScan bounds the files one scan lists; a folder with more is reported.
+const maxScan = 10000
+
+var errNotRegular = errors.New("not a regular file")
+
+// fileReader is the optional capability of a Driver to stream files out of
+// a container (TMPFS sessions, whose files exist nowhere else).
+type fileReader interface {
+	ReadFiles(ctx context.Context, id, dir string, names []string, fn func(name string, r io.Reader) error) error
+}
+
+// fileRemover is the optional capability of a Driver to delete a file in a
+// container without going through the kernel (which would count as an
+// execution).
+type fileRemover interface {
+	RemoveFile(ctx context.Context, id, path string) error
+}
+
+// Skipped is a file under /session/artifacts that was not ingested, and why.
+type Skipped struct {
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
+}
+
+// stamp is what tells a changed file from an unchanged one without reading
+// it.
+type stamp struct {
+	size, mtime int64
+}
+
+// artifactStore is the Manager's part of the artifacts package.
+type artifactStore struct {
+	blobs  *artifacts.Blobstore
+	index  *artifacts.Index
+	signer *artifacts.Signer
+}
+
+func (m *Manager) openArtifacts() error {
+	secret := []byte(m.cfg.TokenSecret)
+	if len(secret) == 0 {
+		var err error
+		if secret, err = artifacts.LoadOrCreateSecret(artifacts.SecretPath(m.cfg.ArtifactsDB)); err != nil {
+			return err
+		}
+	}
+	signer, err := artifacts.NewSigner(artifacts.Keys{Current: artifacts.Key{Secret: secret}}, m.cfg.TokenTTL)
+	if err != nil {
+		return err
+	}
+	m.art = artifactStore{blobs: artifacts.NewBlobstore(m.cfg.BlobstoreDir), index: artifacts.NewIndex(m.store), signer: signer}
+	return nil
+}
+
+// baseline records the files a session already has when this process opens
+// it (scan: a reattached container, or a BIND folder an earlier session
+// left), so that only what later executions create or change is ingested,
+// and what the session ingested so far (for ARTIFACT_MAX_SESSION_MB).
+func (m *Manager) baseline(ctx context.Context, e *entry, scan bool) {
+	e.files = map[string]stamp{}
+	e.ingested = 0
+	if scan {
+		if files, _, err := e.client.Scan(ctx, ArtifactsDir, maxScan); err == nil {
+			for _, f := range files {
+				e.files[f.Path] = stamp{f.Size, f.MtimeNS}
+			}
+		}
+	}
+	if list, err := m.art.index.BySession(ctx, m.ns, e.id); err == nil {
+		for _, a := range list {
+			e.ingested += a.Size
+		}
+	}
+}
+
+// ingest stores the files the execution created or changed under
+// /session/artifacts, and the figures it returned, and lists them in res
+// with their download URLs. What cannot be stored is listed in
+// res.SkippedArtifacts with the reason; nothing is dropped silently.
+func (m *Manager) ingest(ctx context.Context, e *entry, res *Result) {
+	ctx = context.WithoutCancel(ctx)
+	if m.cfg.ArtifactFigures {
+		m.ingestFigures(ctx, e, res)
+	}
+	if e.client == nil {
+		return
+	}
+	files, more, err := e.client.Scan(ctx, ArtifactsDir, maxScan)
+	if err != nil {
+		m.log.Warn("scan artifacts", "session_id", e.id, "err", err)
+		res.SkippedArtifacts = append(res.SkippedArtifacts, Skipped{Name: ".", Reason: "could not list " + ArtifactsDir + ": " + err.Error()})
+		return
+	}
+	if more {
+		res.SkippedArtifacts = append(res.SkippedArtifacts, Skipped{Name: ".", Reason: fmt.Sprintf("more than %d files under %s: only the first were looked at", maxScan, ArtifactsDir)})
+	}
+	seen := make(map[string]stamp, len(files))
+	var changed []string
+	kinds := map[string]string{}
+	for _, f := range files {
+		st := stamp{f.Size, f.MtimeNS}
+		seen[f.Path] = st
+		if old, ok := e.files[f.Path]; ok && old == st {
+			continue
+		}
+		changed = append(changed, f.Path)
+		kinds[f.Path] = f.Kind
+	}
+	e.files = seen
+	slices.Sort(changed)
+	var accepted []string
+	var planned int64
+	maxFile := int64(m.cfg.ArtifactMaxFileMB) << 20
+	skip := func(name, reason string) {
+		res.SkippedArtifacts = append(res.SkippedArtifacts, Skipped{Name: name, Reason: reason})
+	}
+	for _, name := range changed {
+		size := seen[name].size
+		switch {
+		case kinds[name] == "link":
+			skip(name, "symbolic link: not followed")
+		case kinds[name] == "badname":
+			skip(name, "file name is not valid UTF-8")
+		case kinds[name] != "file":
+			skip(name, "not a regular file")
+		case len(accepted) >= m.cfg.ArtifactMaxFiles:
+			skip(name, fmt.Sprintf("more than %d new files in one execution (ARTIFACT_MAX_FILES)", m.cfg.ArtifactMaxFiles))
+		case size > maxFile:
+			skip(name, fmt.Sprintf("%d bytes, more than %d MiB (ARTIFACT_MAX_FILE_MB)", size, m.cfg.ArtifactMaxFileMB))
+		case m.cfg.ArtifactMaxSessionMB > 0 && e.ingested+planned+size > int64(m.cfg.ArtifactMaxSessionMB)<<20:
+			skip(name, fmt.Sprintf("the session would pass %d MiB of artifacts (ARTIFACT_MAX_SESSION_MB)", m.cfg.ArtifactMaxSessionMB))
+		default:
+			accepted = append(accepted, name)
+			planned += size
+		}
+	}
+	if len(accepted) == 0 {
+		return
+	}
+	done := map[string]bool{}
+	store := func(name string, r io.Reader) error {
+		done[name] = true
+		a, err := m.storeFile(ctx, e, name, r, maxFile)
+		if err != nil {
+			m.log.Warn("ingest artifact", "session_id", e.id, "name", name, "err", err)
+			skip(name, err.Error())
+			return nil
+		}
+		e.ingested += a.Size
+		res.Artifacts = append(res.Artifacts, a)
+		return nil
+	}
+	err = nil
+	if m.cfg.SessionStorage == config.StorageBind {
+		for _, name := range accepted {
+			r, oerr := m.openFile(name, e)
+			if oerr != nil {
+				done[name] = true
+				skip(name, oerr.Error())
+				continue
+			}
+			store(name, r)
+			r.Close()
+		}
+	} else if fr, ok := m.drv.(fileReader); ok {
+		err = fr.ReadFiles(ctx, e.containerID, ArtifactsDir, accepted, store)
+	} else {
+		err = errors.New("the driver cannot read files out of a container")
+	}
+	if err != nil {
+		m.log.Warn("read artifacts", "session_id", e.id, "err", err)
+	}
+	for _, name := range accepted {
+		if !done[name] {
+			reason := "vanished or stopped being a regular file before it could be read"
+			if err != nil {
+				reason = "could not be read: " + err.Error()
+			}
+			skip(name, reason)
+		}
+	}
+	if m.cfg.ArtifactMove {
+		for _, a := range res.Artifacts {
+			if _, ok := done[a.Name]; !ok {
+				continue // a figure
+			}
+			if err := m.removeFile(ctx, e, a.Name); err != nil {
+				m.log.Warn("remove ingested artifact", "session_id", e.id, "name", a.Name, "err", err)
+				continue
+			}
+			delete(e.files, a.Name)
+		}
+	}
+}
+
+// storeFile copies one file of the session into the blobstore and the index.
+func (m *Manager) storeFile(ctx context.Context, e *entry, name string, r io.Reader, max int64) (Artifact, error) {
+	head := &headBuffer{max: 512}
+	sha, size, err := m.art.blobs.PutLimit(ctx, io.TeeReader(r, head), max)
+	var tooLarge *artifacts.TooLargeError
+	if errors.As(err, &tooLarge) {
+		return Artifact{}, fmt.Errorf("grew past %d MiB while being read (ARTIFACT_MAX_FILE_MB)", m.cfg.ArtifactMaxFileMB)
+	}
+	if err != nil {
+		return Artifact{}, fmt.Errorf("store: %w", err)
+	}
+	return m.addArtifact(ctx, e, name, sha, size, artifacts.DetectMIME(name, head.Bytes()))
+}
+
+// openFile opens a file of a BIND session on the host, through an os.Root
+// at the session's artifacts folder, so that neither a symbolic link nor
+// ".." leads outside it, and only if it is a regular file.
+func (m *Manager) openFile(name string, e *entry) (*os.File, error) {
+	root, err := os.OpenRoot(filepath.Join(m.dir(e), "artifacts"))
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	fi, err := root.Lstat(name)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, errNotRegular
+	}
+	f, err := root.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, errNotRegular
+	}
+	return f, nil
+}
+
+// removeFile deletes an ingested file from the session (ARTIFACT_MOVE).
+func (m *Manager) removeFile(ctx context.Context, e *entry, name string) error {
+	if m.cfg.SessionStorage == config.StorageBind {
+		root, err := os.OpenRoot(filepath.Join(m.dir(e), "artifacts"))
+		if err != nil {
+			return err
+		}
+		defer root.Close()
+		return root.Remove(name)
+	}
+	fr, ok := m.drv.(fileRemover)
+	if !ok {
+		return errors.New("the driver cannot remove files in a container")
+	}
+	return fr.RemoveFile(ctx, e.containerID, path.Join(ArtifactsDir, name))
+}
+
+// ingestFigures stores the PNG figures a result returned, so a text-only
+// agent gets a URL for its chart (ARTIFACT_FIGURES).
+func (m *Manager) ingestFigures(ctx context.Context, e *entry, res *Result) {
+	n := 0
+	for _, o := range res.Outputs {
+		b64, ok := o.Data["image/png"]
+		if !ok {
+			continue
+		}
+		n++
+		name := fmt.Sprintf("figures/cell-%d-%d.png", res.ExecutionCount, n)
+		data, err := base64.StdEncoding.DecodeString(b64)
+		if err != nil {
+			res.SkippedArtifacts = append(res.SkippedArtifacts, Skipped{Name: name, Reason: "figure is not valid base64"})
+			continue
+		}
+		sha, size, err := m.art.blobs.Put(ctx, bytes.NewReader(data))
+		if err == nil {
+			var a Artifact
+			if a, err = m.addArtifact(ctx, e, name, sha, size, "image/png"); err == nil {
+				res.Artifacts = append(res.Artifacts, a)
+				continue
+			}
+		}
+		res.SkippedArtifacts = append(res.SkippedArtifacts, Skipped{Name: name, Reason: err.Error()})
+	}
+}
+
+func (m *Manager) addArtifact(ctx context.Context, e *entry, name, sha string, size int64, mime string) (Artifact, error) {
+	a, err := m.art.index.Add(ctx, artifacts.Artifact{
+		Namespace:  m.ns,
+		SessionID:  e.id,
+		SessionKey: e.key,
+		Name:       name,
+		SHA256:     sha,
+		Size:       size,
+		MIME:       mime,
+	})
+	if err != nil {
+		return Artifact{}, fmt.Errorf("index: %w", err)
+	}
+	return m.describe(a), nil
+}
+
+// describe turns an index row into a result's artifact with a fresh URL.
+func (m *Manager) describe(a artifacts.Artifact) Artifact {
+	out := Artifact{ID: a.ID, Name: a.Name, Size: a.Size, SHA256: a.SHA256, MIME: a.MIME}
+	if u, _, err := m.art.signer.URL(m.cfg.ArtifactPublicURL, a.ID, time.Now()); err == nil {
+		out.URL = u
+	}
+	return out
+}
+
+// resign gives recorded artifacts fresh download URLs (a replayed result's
+// old ones may have expired).
+func (m *Manager) resign(arts []Artifact) {
+	for i := range arts {
+		if u, _, err := m.art.signer.URL(m.cfg.ArtifactPublicURL, arts[i].ID, time.Now()); err == nil {
+			arts[i].URL = u
+		}
+	}
+}
+
+// headBuffer keeps the first max bytes written to it (for MIME sniffing).
+type headBuffer struct {
+	buf []byte
+	max int
+}
+
+func (h *headBuffer) Write(p []byte) (int, error) {
+	if room := h.max - len(h.buf); room > 0 {
+		h.buf = append(h.buf, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+func (h *headBuffer) Bytes() []byte { return h.buf }
