@@ -234,17 +234,34 @@ func (c *Client) Logs(ctx context.Context, id string) (stdout, stderr string, er
 	return out.String(), errb.String(), nil
 }
 
-// Wait blocks until the container stops and returns its exit code.
+// Wait blocks until the container stops and returns its exit code. The
+// engine's wait call is re-armed every few seconds with a look at the
+// container's state in between, because a loaded engine has been seen to
+// miss a container's exit and leave the call hanging until the deadline.
 func (c *Client) Wait(ctx context.Context, id string) (int64, error) {
-	okc, errc := c.api.ContainerWait(ctx, id, container.WaitConditionNotRunning)
-	select {
-	case ok := <-okc:
-		if ok.Error != nil {
-			return ok.StatusCode, fmt.Errorf("wait for container %s: %s", short(id), ok.Error.Message)
+	for {
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		okc, errc := c.api.ContainerWait(wctx, id, container.WaitConditionNotRunning)
+		select {
+		case ok := <-okc:
+			cancel()
+			if ok.Error != nil {
+				return ok.StatusCode, fmt.Errorf("wait for container %s: %s", short(id), ok.Error.Message)
+			}
+			return ok.StatusCode, nil
+		case err := <-errc:
+			cancel()
+			if ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+				return -1, fmt.Errorf("wait for container %s: %w", short(id), c.classify(err))
+			}
 		}
-		return ok.StatusCode, nil
-	case err := <-errc:
-		return -1, fmt.Errorf("wait for container %s: %w", short(id), c.classify(err))
+		st, err := c.InspectContainer(ctx, id)
+		if err != nil {
+			return -1, fmt.Errorf("wait for container %s: %w", short(id), err)
+		}
+		if !st.Running && st.Status != "created" {
+			return int64(st.ExitCode), nil
+		}
 	}
 }
 
