@@ -153,6 +153,12 @@ type ExecRequest struct {
 	// Timeout, when positive, is enforced by the kernel itself, so it holds
 	// even if this client disappears.
 	Timeout time.Duration
+	// ScanDir, when set, is a folder whose files the kernel lists into the
+	// result (Result.Files) once the code finished, at most ScanMax
+	// (default 10 000): how new artifacts are found without another round
+	// trip.
+	ScanDir string
+	ScanMax int
 }
 
 // Execute runs code and returns its result. onEvent, if not nil, sees every
@@ -177,6 +183,12 @@ func (c *Client) Execute(ctx context.Context, req ExecRequest, onEvent func(Even
 	if req.Timeout > 0 {
 		t := req.Timeout.Seconds()
 		r.Timeout = &t
+	}
+	if req.ScanDir != "" {
+		r.Scan = &scanOpt{Path: req.ScanDir, Max: req.ScanMax}
+		if r.Scan.Max <= 0 {
+			r.Scan.Max = 10000
+		}
 	}
 	if err := c.send(r); err != nil {
 		return nil, &ExecError{ID: req.ID, Err: err}
@@ -444,6 +456,7 @@ func (c *Client) dispatch(f frame, line []byte) error {
 		r.Truncated = f.Truncated
 		r.Duration = time.Duration(f.DurationMS * float64(time.Millisecond))
 		r.Replayed = f.Replayed
+		r.Files, r.More = f.Files, f.More
 		deliver(cl, nil)
 	case "state":
 		var st State

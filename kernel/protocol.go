@@ -78,7 +78,11 @@ type Result struct {
 	RestartReason   string           `json:"restart_reason,omitempty"`
 	Truncated       map[string]int64 `json:"truncated,omitempty"` // stream name -> bytes cut from the middle
 	Duration        time.Duration    `json:"-"`
-	Replayed        bool             `json:"replayed"` // the result was recorded earlier: the code did not run again
+	// Files lists ExecRequest.ScanDir as the execution left it (More: the
+	// list stopped at ScanMax). Not set on replayed results.
+	Files    []File `json:"-"`
+	More     bool   `json:"-"`
+	Replayed bool   `json:"replayed"` // the result was recorded earlier: the code did not run again
 }
 
 // Variable describes one name of the kernel's namespace.
@@ -109,6 +113,12 @@ type File struct {
 	Size    int64  `json:"size"`
 	MtimeNS int64  `json:"mtime_ns"`
 	Kind    string `json:"kind"` // "file", "link" (never followed), "other" (fifo, socket, device) or "badname" (not UTF-8)
+}
+
+// scanOpt asks an execute to list a folder into its result.
+type scanOpt struct {
+	Path string `json:"path"`
+	Max  int    `json:"max"`
 }
 
 // frame is any frame from the init; fields are the union of all types.
@@ -146,4 +156,5 @@ type request struct {
 	Timeout *float64 `json:"timeout,omitempty"`
 	Path    string   `json:"path,omitempty"`
 	Max     int      `json:"max,omitempty"`
+	Scan    *scanOpt `json:"scan,omitempty"`
 }

@@ -142,6 +142,46 @@ class Capture:
         return text, cut
 
 
+# -- listing files (artifacts) --------------------------------------------------
+
+def valid_scan(root, limit):
+    return isinstance(root, str) and root.startswith("/") and isinstance(limit, int) and not isinstance(limit, bool) and limit >= 1
+
+
+def list_files(root, limit):
+    """Returns ([{path, size, mtime_ns, kind}], more) for the entries under
+    root, at most limit. Links are reported as links, never followed; names
+    that are not UTF-8 are reported as "badname"."""
+    files, more, stack = [], False, [""]
+    while stack and not more:
+        rel = stack.pop()
+        try:
+            it = os.scandir(os.path.join(root, rel) if rel else root)
+        except OSError:
+            continue
+        with it:
+            for entry in it:
+                path = rel + "/" + entry.name if rel else entry.name
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if stat.S_ISDIR(st.st_mode):
+                    stack.append(path)
+                    continue
+                kind = "file" if stat.S_ISREG(st.st_mode) else "link" if stat.S_ISLNK(st.st_mode) else "other"
+                try:
+                    path.encode("utf-8")
+                except UnicodeEncodeError:
+                    # Not UTF-8: the host could not name it back.
+                    kind, path = "badname", path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+                files.append({"path": path, "size": st.st_size, "mtime_ns": st.st_mtime_ns, "kind": kind})
+                if len(files) >= limit:
+                    more = True
+                    break
+    return files, more
+
+
 # -- clients ------------------------------------------------------------------
 
 class Client:
@@ -225,6 +265,7 @@ class Execution:
         self.interrupted = False
         self.killed = False
         self.captures = None
+        self.scan = None  # (folder, max): list its files into the result
 
     def record(self, msg):
         # Consecutive chunks of one stream are merged so a replay stays small.
@@ -470,6 +511,10 @@ class Init:
             "truncated": cut,
             "duration_ms": round((time.monotonic() - ex.started) * 1000, 3),
         }
+        if ex.scan is not None:
+            # Listed here, in the same frame, so that finding an execution's
+            # new files costs no extra round trip.
+            ex.result["files"], ex.result["more"] = list_files(*ex.scan)
         for c in ex.subscribers:
             c.send(ex.result)
         ex.subscribers = []
@@ -585,36 +630,10 @@ class Init:
         after each execution). Symbolic links are reported, never followed;
         a missing folder is an empty list."""
         root, limit = msg.get("path"), msg.get("max", 10000)
-        if not isinstance(root, str) or not root.startswith("/") or not isinstance(limit, int) or limit < 1:
+        if not valid_scan(root, limit):
             client.send({"type": "error", "req": req, "code": "bad_request", "message": "scan needs an absolute \"path\" and a positive \"max\""})
             return
-        files, more, stack = [], False, [""]
-        while stack and not more:
-            rel = stack.pop()
-            try:
-                it = os.scandir(os.path.join(root, rel) if rel else root)
-            except OSError:
-                continue
-            with it:
-                for entry in it:
-                    path = rel + "/" + entry.name if rel else entry.name
-                    try:
-                        st = entry.stat(follow_symlinks=False)
-                    except OSError:
-                        continue
-                    if stat.S_ISDIR(st.st_mode):
-                        stack.append(path)
-                        continue
-                    kind = "file" if stat.S_ISREG(st.st_mode) else "link" if stat.S_ISLNK(st.st_mode) else "other"
-                    try:
-                        path.encode("utf-8")
-                    except UnicodeEncodeError:
-                        # Not UTF-8: the host could not name it back.
-                        kind, path = "badname", path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-                    files.append({"path": path, "size": st.st_size, "mtime_ns": st.st_mtime_ns, "kind": kind})
-                    if len(files) >= limit:
-                        more = True
-                        break
+        files, more = list_files(root, limit)
         client.send({"type": "files", "req": req, "files": files, "more": more})
 
     def finish_unstarted(self, ex):
@@ -645,7 +664,13 @@ class Init:
             client.send({"type": "accepted", "req": req, "id": exec_id, "duplicate": True})
             ex.subscribe(client)
             return
+        scan = msg.get("scan")
+        if scan is not None and not (isinstance(scan, dict) and valid_scan(scan.get("path"), scan.get("max", 10000))):
+            client.send({"type": "error", "req": req, "id": exec_id, "code": "bad_request", "message": "scan needs an absolute \"path\" and a positive \"max\""})
+            return
         ex = Execution(exec_id, code, timeout, client)
+        if scan is not None:
+            ex.scan = (scan["path"], scan.get("max", 10000))
         self.executions[exec_id] = ex
         self.queue.append(ex)
         client.send({"type": "accepted", "req": req, "id": exec_id, "duplicate": False, "queued": len(self.queue) - 1 + (1 if self.current is not None else 0)})

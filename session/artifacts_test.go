@@ -182,3 +182,16 @@ open('/session/artifacts/out.txt', 'w').write('moved') if __import__('os').maked
 		t.Fatalf("ARTIFACT_MOVE left files: %q", res.Stdout)
 	}
 }
+
+func TestArtifactSessionCap(t *testing.T) {
+	t.Parallel()
+	m := newManager(t, func(c *config.Config) { c.ArtifactMaxSessionMB = 1 })
+	write := "import os\nos.makedirs('/session/artifacts', exist_ok=True)\nopen('/session/artifacts/%s', 'wb').write(os.urandom(700 << 10))"
+	if res := mustExec(t, m, "cap", strings.Replace(write, "%s", "one", 1)); len(res.Artifacts) != 1 {
+		t.Fatalf("first file: %+v %+v", res.Artifacts, res.SkippedArtifacts)
+	}
+	res := mustExec(t, m, "cap", strings.Replace(write, "%s", "two", 1))
+	if len(res.Artifacts) != 0 || len(res.SkippedArtifacts) != 1 || !strings.Contains(res.SkippedArtifacts[0].Reason, "ARTIFACT_MAX_SESSION_MB") {
+		t.Fatalf("second file past the session cap: %+v %+v", res.Artifacts, res.SkippedArtifacts)
+	}
+}

@@ -60,7 +60,7 @@ func (m *Manager) Exec(ctx context.Context, key, code string, opts ...ExecOption
 	}
 	defer release()
 	started := time.Now()
-	req := kernel.ExecRequest{ID: o.id, Code: code, Timeout: o.timeout}
+	req := kernel.ExecRequest{ID: o.id, Code: code, Timeout: o.timeout, ScanDir: ArtifactsDir, ScanMax: maxScan}
 	kr, err := m.run(ctx, e, func(c *kernel.Client) (*kernel.Result, error) {
 		return c.Execute(ctx, req, o.onEvent)
 	}, func(c *kernel.Client) (*kernel.Result, error) {
@@ -73,7 +73,7 @@ func (m *Manager) Exec(ctx context.Context, key, code string, opts ...ExecOption
 	}
 	res := fromKernel(key, kr)
 	if !res.Replayed {
-		m.ingest(ctx, e, res)
+		m.ingest(ctx, e, res, kr.Files, kr.More)
 		m.finish(ctx, e, code, started, res)
 	}
 	return res, nil

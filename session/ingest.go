@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentbox/agentbox/artifacts"
 	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/kernel"
 )
 
 // ArtifactsDir is where code writes the files it wants to hand back.
@@ -79,7 +80,7 @@ func (m *Manager) openArtifacts() error {
 // and what the session ingested so far (for ARTIFACT_MAX_SESSION_MB).
 func (m *Manager) baseline(ctx context.Context, e *entry, scan bool) {
 	e.files = map[string]stamp{}
-	e.ingested = 0
+	e.ingested = -1 // counted from the index when first needed
 	if scan {
 		if files, _, err := e.client.Scan(ctx, ArtifactsDir, maxScan); err == nil {
 			for _, f := range files {
@@ -87,30 +88,43 @@ func (m *Manager) baseline(ctx context.Context, e *entry, scan bool) {
 			}
 		}
 	}
-	if list, err := m.art.index.BySession(ctx, m.ns, e.id); err == nil {
-		for _, a := range list {
-			e.ingested += a.Size
+}
+
+// sessionBytes returns the artifact bytes the session ingested so far.
+func (m *Manager) sessionBytes(ctx context.Context, e *entry) int64 {
+	if e.ingested < 0 {
+		e.ingested = 0
+		if list, err := m.art.index.BySession(ctx, m.ns, e.id); err == nil {
+			for _, a := range list {
+				e.ingested += a.Size
+			}
 		}
 	}
+	return e.ingested
 }
 
 // ingest stores the files the execution created or changed under
 // /session/artifacts, and the figures it returned, and lists them in res
 // with their download URLs. What cannot be stored is listed in
 // res.SkippedArtifacts with the reason; nothing is dropped silently.
-func (m *Manager) ingest(ctx context.Context, e *entry, res *Result) {
+// files is the listing of /session/artifacts the kernel put in the result
+// (kr.Files); when the result has none (a result fetched after the
+// connection broke), the folder is listed now.
+func (m *Manager) ingest(ctx context.Context, e *entry, res *Result, files []kernel.File, more bool) {
 	ctx = context.WithoutCancel(ctx)
 	if m.cfg.ArtifactFigures {
 		m.ingestFigures(ctx, e, res)
 	}
-	if e.client == nil {
-		return
-	}
-	files, more, err := e.client.Scan(ctx, ArtifactsDir, maxScan)
-	if err != nil {
-		m.log.Warn("scan artifacts", "session_id", e.id, "err", err)
-		res.SkippedArtifacts = append(res.SkippedArtifacts, Skipped{Name: ".", Reason: "could not list " + ArtifactsDir + ": " + err.Error()})
-		return
+	if files == nil {
+		if e.client == nil {
+			return
+		}
+		var err error
+		if files, more, err = e.client.Scan(ctx, ArtifactsDir, maxScan); err != nil {
+			m.log.Warn("scan artifacts", "session_id", e.id, "err", err)
+			res.SkippedArtifacts = append(res.SkippedArtifacts, Skipped{Name: ".", Reason: "could not list " + ArtifactsDir + ": " + err.Error()})
+			return
+		}
 	}
 	if more {
 		res.SkippedArtifacts = append(res.SkippedArtifacts, Skipped{Name: ".", Reason: fmt.Sprintf("more than %d files under %s: only the first were looked at", maxScan, ArtifactsDir)})
@@ -148,7 +162,7 @@ func (m *Manager) ingest(ctx context.Context, e *entry, res *Result) {
 			skip(name, fmt.Sprintf("more than %d new files in one execution (ARTIFACT_MAX_FILES)", m.cfg.ArtifactMaxFiles))
 		case size > maxFile:
 			skip(name, fmt.Sprintf("%d bytes, more than %d MiB (ARTIFACT_MAX_FILE_MB)", size, m.cfg.ArtifactMaxFileMB))
-		case m.cfg.ArtifactMaxSessionMB > 0 && e.ingested+planned+size > int64(m.cfg.ArtifactMaxSessionMB)<<20:
+		case m.cfg.ArtifactMaxSessionMB > 0 && m.sessionBytes(ctx, e)+planned+size > int64(m.cfg.ArtifactMaxSessionMB)<<20:
 			skip(name, fmt.Sprintf("the session would pass %d MiB of artifacts (ARTIFACT_MAX_SESSION_MB)", m.cfg.ArtifactMaxSessionMB))
 		default:
 			accepted = append(accepted, name)
@@ -167,11 +181,13 @@ func (m *Manager) ingest(ctx context.Context, e *entry, res *Result) {
 			skip(name, err.Error())
 			return nil
 		}
-		e.ingested += a.Size
+		if e.ingested >= 0 {
+			e.ingested += a.Size
+		}
 		res.Artifacts = append(res.Artifacts, a)
 		return nil
 	}
-	err = nil
+	var err error
 	if m.cfg.SessionStorage == config.StorageBind {
 		for _, name := range accepted {
 			r, oerr := m.openFile(name, e)
