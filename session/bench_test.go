@@ -2,7 +2,11 @@ package session_test
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -208,5 +212,74 @@ func BenchmarkFiftySessions(b *testing.B) {
 	defer cancel()
 	if _, err := m.StopAll(ctx); err != nil {
 		b.Fatal(err)
+	}
+}
+
+// BenchmarkIngest measures what ingesting artifacts adds to an execution:
+// the same code writes the same files into /session/artifacts (ingested)
+// and into another folder (not), and the difference is set against
+// sha256sum over the same bytes on the host, in the same run.
+func BenchmarkIngest(b *testing.B) {
+	cases := []struct {
+		name        string
+		files, size int
+	}{
+		{"big", 1, 256 << 20},
+		{"small", 1000, 4 << 10},
+	}
+	m := newManager(b, func(c *config.Config) {
+		c.TmpfsSizeMB = 1024
+		c.MemoryMB = 2048
+		c.ArtifactMaxFileMB = 512
+		c.ArtifactMaxFiles = 2000
+		c.ArtifactMaxSessionMB = 0
+	})
+	ctx := context.Background()
+	for _, c := range cases {
+		dir := b.TempDir()
+		var names []string
+		data := make([]byte, c.size)
+		for i := 0; i < c.files; i++ {
+			rand.Read(data)
+			name := filepath.Join(dir, fmt.Sprintf("f%04d", i))
+			if err := os.WriteFile(name, data, 0o644); err != nil {
+				b.Fatal(err)
+			}
+			names = append(names, name)
+		}
+		var ingest, plain, sum samples
+		for round := 0; round < 3; round++ {
+			code := func(folder string) string {
+				return fmt.Sprintf(`import os
+d = %q
+os.makedirs(d, exist_ok=True)
+for i in range(%d):
+    open(f"{d}/r%d-{i:04d}", "wb").write(os.urandom(%d))`, folder, c.files, round, c.size)
+			}
+			start := time.Now()
+			res, err := m.Exec(ctx, "ingest-"+c.name, code("/session/other"))
+			if err != nil || res.Error != nil {
+				b.Fatal(err, res.Error)
+			}
+			plain = append(plain, time.Since(start))
+			start = time.Now()
+			res, err = m.Exec(ctx, "ingest-"+c.name, code("/session/artifacts"))
+			if err != nil || res.Error != nil || len(res.Artifacts) != c.files {
+				b.Fatalf("%v %+v: %d artifacts, skipped %v", err, res.Error, len(res.Artifacts), res.SkippedArtifacts)
+			}
+			ingest = append(ingest, time.Since(start))
+			start = time.Now()
+			if out, err := exec.Command("sha256sum", names...).CombinedOutput(); err != nil {
+				b.Fatalf("sha256sum: %v %s", err, out)
+			}
+			sum = append(sum, time.Since(start))
+			if _, err := m.Exec(ctx, "ingest-"+c.name, "import shutil\nshutil.rmtree('/session/artifacts')\nshutil.rmtree('/session/other')"); err != nil {
+				b.Fatal(err)
+			}
+		}
+		extra := ingest.pct(0.5) - plain.pct(0.5)
+		b.ReportMetric(float64(extra.Microseconds())/1000, c.name+"-ingest-ms")
+		b.ReportMetric(float64(sum.pct(0.5).Microseconds())/1000, c.name+"-sha256sum-ms")
+		b.ReportMetric(float64(extra)/float64(sum.pct(0.5)), c.name+"/sha256sum")
 	}
 }
