@@ -43,6 +43,38 @@ const columns = `id, namespace, session_id, session_key, name, sha256, size, mim
 // of a name is its latest version even when a file returns to earlier
 // content. The blob should be in the Blobstore already (see GC).
 func (ix *Index) Add(ctx context.Context, a Artifact) (Artifact, error) {
+	return ix.add(ctx, ix.db, a)
+}
+
+// AddAll is Add for many artifacts in one transaction: what one execution
+// made is recorded together (and a thousand small files cost one commit,
+// not a thousand). On error nothing is recorded.
+func (ix *Index) AddAll(ctx context.Context, list []Artifact) ([]Artifact, error) {
+	tx, err := ix.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("add artifacts: %w", err)
+	}
+	defer tx.Rollback()
+	out := make([]Artifact, 0, len(list))
+	for _, a := range list {
+		got, err := ix.add(ctx, tx, a)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, got)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("add artifacts: %w", err)
+	}
+	return out, nil
+}
+
+// rowQueryer is a *sql.DB or a *sql.Tx.
+type rowQueryer interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func (ix *Index) add(ctx context.Context, q rowQueryer, a Artifact) (Artifact, error) {
 	switch {
 	case a.SessionID == "":
 		return Artifact{}, errors.New("add artifact: empty session id")
@@ -58,7 +90,7 @@ func (ix *Index) Add(ctx context.Context, a Artifact) (Artifact, error) {
 	}
 	// One statement, so it is atomic without a transaction: the upsert and
 	// RETURNING give the new or the existing row.
-	row := ix.db.QueryRowContext(ctx, `INSERT INTO artifacts (`+columns+`)
+	row := q.QueryRowContext(ctx, `INSERT INTO artifacts (`+columns+`)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (namespace, session_id, name, sha256)
 		DO UPDATE SET created = max(created, excluded.created)

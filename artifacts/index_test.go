@@ -258,3 +258,30 @@ func TestHostileNames(t *testing.T) {
 		t.Errorf("ByName(pattern) = %v, want ErrNotFound", err)
 	}
 }
+
+func TestAddAllIsOneTransaction(t *testing.T) {
+	st, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "a.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ix := artifacts.NewIndex(st)
+	sha := strings.Repeat("ab", 32)
+	good := artifacts.Artifact{Namespace: "n", SessionID: "s", Name: "a.txt", SHA256: sha, Size: 1}
+	bad := artifacts.Artifact{Namespace: "n", SessionID: "s", Name: "b.txt", SHA256: "not-a-sha", Size: 1}
+	if _, err := ix.AddAll(t.Context(), []artifacts.Artifact{good, bad}); err == nil {
+		t.Fatal("AddAll with a bad row worked")
+	}
+	if list, _ := ix.BySession(t.Context(), "n", "s"); len(list) != 0 {
+		t.Fatalf("a failed AddAll left rows: %+v", list)
+	}
+	good2 := good
+	good2.Name = "b.txt"
+	got, err := ix.AddAll(t.Context(), []artifacts.Artifact{good, good2})
+	if err != nil || len(got) != 2 || got[0].ID == "" || got[0].ID == got[1].ID {
+		t.Fatalf("AddAll: %+v %v", got, err)
+	}
+	if list, _ := ix.BySession(t.Context(), "n", "s"); len(list) != 2 {
+		t.Fatalf("rows: %+v", list)
+	}
+}
