@@ -2,8 +2,6 @@ package artifacts
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -35,13 +33,15 @@ func (e *TooLargeError) Error() string {
 // Blobstore keeps file contents by SHA-256 under a directory, as
 // dir/ab/cd/<sha256> for a hash starting "abcd", so identical content is
 // stored once. Blobs are written to dir/tmp first and renamed into place
-// after an fsync: a final name only ever holds complete content, whatever
-// crashes. A Blobstore is safe for concurrent use by many goroutines and by
-// other processes sharing the directory.
+// once durable: a final name only ever holds complete content, whatever
+// crashes. Put stores one blob; a Batch stores many, flushing to disk for all
+// of them at once. A Blobstore is safe for concurrent use by many goroutines
+// and by other processes sharing the directory.
 type Blobstore struct {
-	// Grace is how long GC spares a blob after Put last wrote or deduplicated
-	// it, and a temp file after it was last written; default DefaultGrace.
-	// An ingestion must add the index row within Grace of its Put.
+	// Grace is how long GC spares a blob after Put or Batch.Commit last
+	// stored or deduplicated it, and a temp file after it was last written;
+	// default DefaultGrace. An ingestion must add the index row within Grace
+	// of its Put or Commit, and Commit a Batch within Grace of its Puts.
 	Grace time.Duration
 
 	dir string
@@ -55,8 +55,8 @@ type Blobstore struct {
 // the same file system as the blobs so that rename is atomic.
 const tmpDir = "tmp"
 
-// Temp file name prefixes in tmpDir: content being written by Put, and blobs
-// GC moved away and is about to delete.
+// Temp file name prefixes in tmpDir: content being written by Put or waiting
+// in a Batch for its Commit, and blobs GC moved away and is about to delete.
 const (
 	putPrefix = "put-"
 	gcPrefix  = "gc-"
@@ -102,98 +102,22 @@ func (b *Blobstore) PutLimit(ctx context.Context, r io.Reader, max int64) (sha25
 	return b.put(ctx, r, max)
 }
 
-// copyBufs holds Put's copy buffers. A large buffer keeps the number of read
-// and write system calls low for big files: the hash, not the calls, should
-// bound the rate.
+// copyBufs holds the copy buffers of Put and Batch.Put. A large buffer keeps
+// the number of read and write system calls low for big files: the hash, not
+// the calls, should bound the rate.
 var copyBufs = sync.Pool{New: func() any { b := make([]byte, 1<<20); return &b }}
 
+// put is a batch of one. Its Commit fsyncs the file and its folders rather
+// than calling syncfs, which would flush every other writer's data on the
+// file system too.
 func (b *Blobstore) put(ctx context.Context, r io.Reader, max int64) (sum string, size int64, err error) {
-	tmp := filepath.Join(b.dir, tmpDir)
-	if err := mkdirAllSync(tmp); err != nil {
-		return "", 0, fmt.Errorf("put blob: %w", err)
+	bt := b.newBatch(true)
+	defer bt.Abort() // no-op after Commit
+	if sum, size, err = bt.put(ctx, r, max); err != nil {
+		return "", 0, err
 	}
-	f, err := os.CreateTemp(tmp, putPrefix+"*")
-	if err != nil {
-		return "", 0, fmt.Errorf("put blob: %w", err)
-	}
-	renamed := false
-	defer func() {
-		if !renamed {
-			f.Close() // a second Close only reports ErrClosed
-			os.Remove(f.Name())
-		}
-	}()
-
-	if max >= 0 {
-		r = io.LimitReader(r, max+1) // one byte more tells "too large" from "exactly max"
-	}
-	h := sha256.New()
-	bufp := copyBufs.Get().(*[]byte)
-	defer copyBufs.Put(bufp)
-	buf := *bufp
-	for {
-		if err := ctx.Err(); err != nil {
-			return "", 0, fmt.Errorf("put blob: %w", context.Cause(ctx))
-		}
-		n, rerr := r.Read(buf)
-		if n > 0 {
-			h.Write(buf[:n]) // never fails
-			if _, err := f.Write(buf[:n]); err != nil {
-				return "", 0, fmt.Errorf("put blob: %w", err)
-			}
-			size += int64(n)
-			if max >= 0 && size > max {
-				return "", 0, fmt.Errorf("put blob: %w", &TooLargeError{Size: size, Max: max})
-			}
-		}
-		if rerr == io.EOF {
-			break
-		}
-		if rerr != nil {
-			return "", 0, fmt.Errorf("put blob: read content: %w", rerr)
-		}
-	}
-	sum = hex.EncodeToString(h.Sum(nil))
-	final := b.path(sum)
-
-	// Identical content stored already: refresh its time so GC spares it
-	// until the caller's row is added. If GC removed it meanwhile, the
-	// touch fails and the copy goes in instead.
-	now := time.Now()
-	if err := os.Chtimes(final, now, now); err == nil {
-		return sum, size, nil
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return "", 0, fmt.Errorf("put blob %s: %w", sum, err)
-	}
-
-	// Every change is made before the fsyncs that make it durable, the
-	// folders' first: on a journalling file system the first fsync commits
-	// them all, and the fsyncs after it find little left to do. Each fsync
-	// that commits costs a disk cache flush, the price of a small blob.
-	parents, err := mkdirAll(filepath.Dir(final))
-	if err != nil {
-		return "", 0, fmt.Errorf("put blob %s: %w", sum, err)
-	}
-	if err := f.Chmod(blobMode); err != nil {
-		return "", 0, fmt.Errorf("put blob %s: %w", sum, err)
-	}
-	// The content is durable before it has a final name.
-	if err := f.Sync(); err != nil {
-		return "", 0, fmt.Errorf("put blob %s: %w", sum, err)
-	}
-	if err := f.Close(); err != nil {
-		return "", 0, fmt.Errorf("put blob %s: %w", sum, err)
-	}
-	// A concurrent Put of the same content may rename first: replacing its
-	// file with identical bytes is harmless, and rename is atomic.
-	if err := os.Rename(f.Name(), final); err != nil {
-		return "", 0, fmt.Errorf("put blob %s: %w", sum, err)
-	}
-	renamed = true
-	for _, d := range append([]string{filepath.Dir(final)}, parents...) {
-		if err := syncDir(d); err != nil {
-			return "", 0, fmt.Errorf("put blob %s: %w", sum, err)
-		}
+	if err := bt.Commit(ctx); err != nil {
+		return "", 0, err
 	}
 	return sum, size, nil
 }

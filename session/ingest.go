@@ -172,19 +172,32 @@ func (m *Manager) ingest(ctx context.Context, e *entry, res *Result, files []ker
 	if len(accepted) == 0 {
 		return
 	}
+	// Every file goes into one batch: written and hashed as it streams,
+	// made durable with a single flush, and only then renamed into place
+	// and indexed (a thousand small files would otherwise pay a thousand
+	// disk flushes).
+	batch := m.art.blobs.NewBatch()
+	defer batch.Abort()
+	type pending struct {
+		name, sha, mime string
+		size            int64
+	}
+	var stored []pending
 	done := map[string]bool{}
-	store := func(name string, r io.Reader) error {
+	put := func(name string, r io.Reader) error {
 		done[name] = true
-		a, err := m.storeFile(ctx, e, name, r, maxFile)
-		if err != nil {
+		head := &headBuffer{max: 512}
+		sha, size, err := batch.Put(ctx, io.TeeReader(r, head), maxFile)
+		var tooLarge *artifacts.TooLargeError
+		switch {
+		case errors.As(err, &tooLarge):
+			skip(name, fmt.Sprintf("grew past %d MiB while being read (ARTIFACT_MAX_FILE_MB)", m.cfg.ArtifactMaxFileMB))
+		case err != nil:
 			m.log.Warn("ingest artifact", "session_id", e.id, "name", name, "err", err)
-			skip(name, err.Error())
-			return nil
+			skip(name, "store: "+err.Error())
+		default:
+			stored = append(stored, pending{name, sha, artifacts.DetectMIME(name, head.Bytes()), size})
 		}
-		if e.ingested >= 0 {
-			e.ingested += a.Size
-		}
-		res.Artifacts = append(res.Artifacts, a)
 		return nil
 	}
 	var err error
@@ -196,11 +209,11 @@ func (m *Manager) ingest(ctx context.Context, e *entry, res *Result, files []ker
 				skip(name, oerr.Error())
 				continue
 			}
-			store(name, r)
+			put(name, r)
 			r.Close()
 		}
 	} else if fr, ok := m.drv.(fileReader); ok {
-		err = fr.ReadFiles(ctx, e.containerID, ArtifactsDir, accepted, store)
+		err = fr.ReadFiles(ctx, e.containerID, ArtifactsDir, accepted, put)
 	} else {
 		err = errors.New("the driver cannot read files out of a container")
 	}
@@ -216,6 +229,30 @@ func (m *Manager) ingest(ctx context.Context, e *entry, res *Result, files []ker
 			skip(name, reason)
 		}
 	}
+	if cerr := batch.Commit(ctx); cerr != nil {
+		m.log.Warn("store artifacts", "session_id", e.id, "err", cerr)
+		for _, p := range stored {
+			skip(p.name, "store: "+cerr.Error())
+		}
+		stored = nil
+	}
+	rows := make([]artifacts.Artifact, 0, len(stored))
+	for _, p := range stored {
+		rows = append(rows, artifacts.Artifact{Namespace: m.ns, SessionID: e.id, SessionKey: e.key, Name: p.name, SHA256: p.sha, Size: p.size, MIME: p.mime})
+	}
+	added, aerr := m.art.index.AddAll(ctx, rows)
+	if aerr != nil {
+		m.log.Warn("index artifacts", "session_id", e.id, "err", aerr)
+		for _, p := range stored {
+			skip(p.name, "index: "+aerr.Error())
+		}
+	}
+	for _, a := range added {
+		if e.ingested >= 0 {
+			e.ingested += a.Size
+		}
+		res.Artifacts = append(res.Artifacts, m.describe(a))
+	}
 	if m.cfg.ArtifactMove {
 		for _, a := range res.Artifacts {
 			if _, ok := done[a.Name]; !ok {
@@ -228,20 +265,6 @@ func (m *Manager) ingest(ctx context.Context, e *entry, res *Result, files []ker
 			delete(e.files, a.Name)
 		}
 	}
-}
-
-// storeFile copies one file of the session into the blobstore and the index.
-func (m *Manager) storeFile(ctx context.Context, e *entry, name string, r io.Reader, max int64) (Artifact, error) {
-	head := &headBuffer{max: 512}
-	sha, size, err := m.art.blobs.PutLimit(ctx, io.TeeReader(r, head), max)
-	var tooLarge *artifacts.TooLargeError
-	if errors.As(err, &tooLarge) {
-		return Artifact{}, fmt.Errorf("grew past %d MiB while being read (ARTIFACT_MAX_FILE_MB)", m.cfg.ArtifactMaxFileMB)
-	}
-	if err != nil {
-		return Artifact{}, fmt.Errorf("store: %w", err)
-	}
-	return m.addArtifact(ctx, e, name, sha, size, artifacts.DetectMIME(name, head.Bytes()))
 }
 
 // openFile opens a file of a BIND session on the host, through an os.Root
