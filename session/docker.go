@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/agentbox/agentbox/internal/docker"
 	sandboximage "github.com/agentbox/agentbox/sandbox-image"
@@ -167,6 +170,37 @@ func (d dockerDriver) ReadFiles(ctx context.Context, id, dir string, names []str
 	return nil
 }
 
+// HostRoot returns the container's root filesystem as this host sees it,
+// /proc/<pid>/root, when the engine runs on this host and this process may
+// look there; "" otherwise. Reading a tmpfs /session there is as fast as a
+// local disk, where the engine's exec stream carries about 100 MiB/s.
+func (d dockerDriver) HostRoot(ctx context.Context, id string) string {
+	if !strings.HasPrefix(d.cli.Host(), "unix://") {
+		return ""
+	}
+	st, err := d.cli.InspectContainer(ctx, id)
+	if err != nil || st.Pid <= 0 {
+		return ""
+	}
+	root := fmt.Sprintf("/proc/%d/root", st.Pid)
+	if !sameContainer(root, st.ID) {
+		return ""
+	}
+	return root
+}
+
+// sameContainer reports whether the process behind a /proc/<pid>/root path
+// still belongs to container id (a pid may be reused once it exits), and
+// whether this process may read its files.
+func sameContainer(root, id string) bool {
+	cg, err := os.ReadFile(filepath.Join(filepath.Dir(root), "cgroup"))
+	if err != nil || !strings.Contains(string(cg), id) {
+		return false
+	}
+	_, err = os.Stat(filepath.Join(root, "session"))
+	return err == nil
+}
+
 // RemoveFile deletes one file in a container, as the container's user.
 func (d dockerDriver) RemoveFile(ctx context.Context, id, path string) error {
 	s, err := d.cli.Exec(ctx, id, "", []string{"rm", "-f", "--", path})
@@ -198,6 +232,7 @@ func container(st docker.ContainerState) Container {
 		Status:    st.Status,
 		ExitCode:  st.ExitCode,
 		OOMKilled: st.OOMKilled,
+		Pid:       st.Pid,
 		Created:   st.Created,
 	}
 }

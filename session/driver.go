@@ -82,5 +82,6 @@ type Container struct {
 	Status    string // "running", "exited", ...
 	ExitCode  int
 	OOMKilled bool
+	Pid       int // of its first process on the engine's host (Inspect only); 0 if unknown
 	Created   time.Time
 }

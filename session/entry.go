@@ -28,6 +28,7 @@ type entry struct {
 	execCount   int
 	files       map[string]stamp // /session/artifacts after the last execution
 	ingested    int64            // artifact bytes of the session so far
+	hostRoot    string           // /proc/<pid>/root of the container, when readable here
 
 	// Guarded by Manager.mu.
 	lastUsed time.Time

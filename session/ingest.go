@@ -32,6 +32,12 @@ type fileReader interface {
 	ReadFiles(ctx context.Context, id, dir string, names []string, fn func(name string, r io.Reader) error) error
 }
 
+// hostRooter is the optional capability of a Driver to name a container's
+// root filesystem on this host (TMPFS files are then read directly).
+type hostRooter interface {
+	HostRoot(ctx context.Context, id string) string
+}
+
 // fileRemover is the optional capability of a Driver to delete a file in a
 // container without going through the kernel (which would count as an
 // execution).
@@ -201,9 +207,9 @@ func (m *Manager) ingest(ctx context.Context, e *entry, res *Result, files []ker
 		return nil
 	}
 	var err error
-	if m.cfg.SessionStorage == config.StorageBind {
+	if local := m.localArtifacts(ctx, e); local != "" {
 		for _, name := range accepted {
-			r, oerr := m.openFile(name, e)
+			r, oerr := m.openFile(local, name)
 			if oerr != nil {
 				done[name] = true
 				skip(name, oerr.Error())
@@ -254,11 +260,12 @@ func (m *Manager) ingest(ctx context.Context, e *entry, res *Result, files []ker
 		res.Artifacts = append(res.Artifacts, m.describe(a))
 	}
 	if m.cfg.ArtifactMove {
+		local := m.localArtifacts(ctx, e)
 		for _, a := range res.Artifacts {
 			if _, ok := done[a.Name]; !ok {
 				continue // a figure
 			}
-			if err := m.removeFile(ctx, e, a.Name); err != nil {
+			if err := m.removeFile(ctx, e, local, a.Name); err != nil {
 				m.log.Warn("remove ingested artifact", "session_id", e.id, "name", a.Name, "err", err)
 				continue
 			}
@@ -267,11 +274,31 @@ func (m *Manager) ingest(ctx context.Context, e *entry, res *Result, files []ker
 	}
 }
 
-// openFile opens a file of a BIND session on the host, through an os.Root
-// at the session's artifacts folder, so that neither a symbolic link nor
-// ".." leads outside it, and only if it is a regular file.
-func (m *Manager) openFile(name string, e *entry) (*os.File, error) {
-	root, err := os.OpenRoot(filepath.Join(m.dir(e), "artifacts"))
+// localArtifacts returns the host folder holding the session's
+// /session/artifacts: the BIND folder, or in TMPFS mode the container's
+// tmpfs seen through /proc/<pid>/root when the engine is local; "" when the
+// files can only come through the engine.
+func (m *Manager) localArtifacts(ctx context.Context, e *entry) string {
+	if m.cfg.SessionStorage == config.StorageBind {
+		return filepath.Join(m.dir(e), "artifacts")
+	}
+	if e.hostRoot == "" || !sameContainer(e.hostRoot, e.containerID) {
+		e.hostRoot = ""
+		if hr, ok := m.drv.(hostRooter); ok {
+			e.hostRoot = hr.HostRoot(ctx, e.containerID)
+		}
+	}
+	if e.hostRoot == "" {
+		return ""
+	}
+	return filepath.Join(e.hostRoot, ArtifactsDir)
+}
+
+// openFile opens a file of the session's artifacts folder on the host,
+// through an os.Root there, so that neither a symbolic link nor ".." leads
+// outside it, and only if it is a regular file.
+func (m *Manager) openFile(dir, name string) (*os.File, error) {
+	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, err
 	}
@@ -295,9 +322,9 @@ func (m *Manager) openFile(name string, e *entry) (*os.File, error) {
 }
 
 // removeFile deletes an ingested file from the session (ARTIFACT_MOVE).
-func (m *Manager) removeFile(ctx context.Context, e *entry, name string) error {
-	if m.cfg.SessionStorage == config.StorageBind {
-		root, err := os.OpenRoot(filepath.Join(m.dir(e), "artifacts"))
+func (m *Manager) removeFile(ctx context.Context, e *entry, local, name string) error {
+	if local != "" {
+		root, err := os.OpenRoot(local)
 		if err != nil {
 			return err
 		}

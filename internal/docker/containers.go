@@ -129,6 +129,7 @@ type ContainerState struct {
 	Status    string
 	ExitCode  int
 	OOMKilled bool
+	Pid       int // of its first process, on the engine's host; 0 when not running
 	Created   time.Time
 	StartedAt time.Time
 }
@@ -149,6 +150,7 @@ func (c *Client) InspectContainer(ctx context.Context, id string) (ContainerStat
 		st.Status = resp.State.Status
 		st.ExitCode = resp.State.ExitCode
 		st.OOMKilled = resp.State.OOMKilled
+		st.Pid = resp.State.Pid
 		st.StartedAt, _ = time.Parse(time.RFC3339Nano, resp.State.StartedAt)
 	}
 	return st, nil
