@@ -1,7 +1,8 @@
 // Package kernel holds the wire protocol between the host and the Python
 // kernel inside a sandbox container, and the Go client that speaks it over any
 // byte stream (in practice a `docker exec -i` stream to agentbox_bridge.py,
-// which joins it to the init's abstract Unix socket).
+// which hands the stream's two ends to the init over its abstract Unix socket,
+// so that the init reads and writes the stream itself).
 //
 // # Lifecycle
 //

@@ -7,8 +7,9 @@ It owns everything that must outlive the Python namespace:
 * it captures the worker's file descriptors 1 and 2 (so print, C extensions
   and subprocesses are all seen), caps them per execution keeping head and
   tail, and streams them to the client that asked;
-* it accepts any number of clients on an abstract Unix socket (reached from the
-  host through agentbox_bridge.py), serializes their executions, sends each
+* it accepts any number of clients, each on an abstract Unix socket or on the
+  `docker exec` stream that agentbox_bridge.py hands over (the host's way in),
+  serializes their executions, sends each
   client only its own replies, and keeps recent results so a client that
   reconnects after a crash gets the result of an execution by id, or the same
   result again instead of running the code twice;
@@ -40,6 +41,8 @@ PROTOCOL = 1
 SOCKET = os.environ.get("AGENTBOX_SOCKET", "@agentbox/kernel")
 if SOCKET.startswith("@"):
     SOCKET = "\0" + SOCKET[1:]
+# The bridge hands over its standard input and output on this one.
+HANDOFF = SOCKET + ".handoff"
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "agentbox_kernel.py")
 MAX_OUTPUT = int(os.environ.get("AGENTBOX_MAX_OUTPUT", str(1 << 20)))
@@ -144,19 +147,50 @@ class Capture:
 # -- clients ------------------------------------------------------------------
 
 class Client:
-    def __init__(self, init, sock):
+    """One client connection. A client speaks the protocol over its socket, or
+    over the two ends of its `docker exec` stream, which agentbox_bridge.py
+    hands over (SCM_RIGHTS) so that the init reads and writes them itself:
+    that spares every frame a relay through the bridge, one process wake-up
+    and two copies each way. The bridge's socket then carries nothing; it
+    closes when the bridge is gone, and the init closes it to let the bridge
+    (and with it the exec) end."""
+
+    def __init__(self, init, sock, rfd=None, wfd=None):
         self.init = init
         self.sock = sock
+        self.rfd = sock.fileno() if rfd is None else rfd
+        self.wfd = sock.fileno() if wfd is None else wfd
         self.rbuf = bytearray()
         self.wbuf = bytearray()
         self.closed = False
         self.want_write = False
         sock.setblocking(False)
+        os.set_blocking(self.rfd, False)
+        os.set_blocking(self.wfd, False)
+
+    def register(self):
+        sel = self.init.sel
+        sel.register(self.rfd, selectors.EVENT_READ, self)
+        if self.sock.fileno() != self.rfd:
+            sel.register(self.sock, selectors.EVENT_READ, self)
+
+    def unregister(self):
+        sel = self.init.sel
+        for fd in {self.rfd, self.wfd, self.sock.fileno()}:
+            try:
+                sel.unregister(fd)
+            except (KeyError, ValueError):
+                pass
+
+    def close(self):
+        for fd in {self.rfd, self.wfd} - {self.sock.fileno()}:
+            os.close(fd)
+        self.sock.close()
 
     def send(self, msg):
         # Frames are queued and written once per turn of the event loop, so
         # the frames one event produces (accepted + started, say) cross the
-        # bridge and the engine's stream as one write.
+        # engine's stream as one write.
         if self.closed:
             return
         self.wbuf += encode(msg)
@@ -165,7 +199,7 @@ class Client:
     def flush(self):
         while self.wbuf and not self.closed:
             try:
-                n = self.sock.send(self.wbuf)
+                n = os.write(self.wfd, self.wbuf)
             except (BlockingIOError, InterruptedError):
                 break
             except OSError:
@@ -175,15 +209,26 @@ class Client:
         want = bool(self.wbuf) and not self.closed
         if want != self.want_write and not self.closed:
             self.want_write = want
-            events = selectors.EVENT_READ | (selectors.EVENT_WRITE if want else 0)
-            self.init.sel.modify(self.sock, events, self)
+            sel = self.init.sel
+            if self.wfd == self.rfd:
+                sel.modify(self.wfd, selectors.EVENT_READ | (selectors.EVENT_WRITE if want else 0), self)
+            elif want:
+                sel.register(self.wfd, selectors.EVENT_WRITE, self)
+            else:
+                sel.unregister(self.wfd)
 
-    def on_event(self, mask):
-        if mask & selectors.EVENT_WRITE:
+    def on_event(self, fd, mask):
+        if fd == self.wfd and mask & selectors.EVENT_WRITE:
             self.flush()
+        if fd != self.rfd:
+            if fd != self.wfd and mask & selectors.EVENT_READ:
+                # The bridge's socket: it never speaks after the handover,
+                # so this is its end (the exec was killed).
+                self.init.drop_client(self)
+            return
         if mask & selectors.EVENT_READ and not self.closed:
             try:
-                data = self.sock.recv(1 << 20)
+                data = os.read(self.rfd, 1 << 20)
             except (BlockingIOError, InterruptedError):
                 return
             except OSError:
@@ -282,12 +327,14 @@ class Init:
     # -- set-up ---------------------------------------------------------
 
     def listen(self):
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.bind(SOCKET)
-        sock.listen(64)
-        sock.setblocking(False)
-        self.sel.register(sock, selectors.EVENT_READ, "listen")
-        self.listener = sock
+        self.listeners = {}
+        for name, kind in ((SOCKET, "stream"), (HANDOFF, "handoff")):
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.bind(name)
+            sock.listen(64)
+            sock.setblocking(False)
+            self.sel.register(sock, selectors.EVENT_READ, "listen")
+            self.listeners[sock] = kind
 
     def signals(self):
         r, w = os.pipe()
@@ -665,11 +712,8 @@ class Init:
         if client.closed:
             return
         client.closed = True
-        try:
-            self.sel.unregister(client.sock)
-        except (KeyError, ValueError):
-            pass
-        client.sock.close()
+        client.unregister()
+        client.close()
         self.clients.discard(client)
         for ex in self.executions.values():
             if client in ex.subscribers:
@@ -731,7 +775,7 @@ class Init:
             for key, mask in self.sel.select(self.next_timeout(time.monotonic())):
                 what = key.data
                 if what == "listen":
-                    self.accept()
+                    self.accept(key.fileobj)
                 elif what == "signal":
                     if self.on_signals():
                         return 0
@@ -741,25 +785,47 @@ class Init:
                 elif what in ("stdout", "stderr"):
                     self.read_output(what, key.fd)
                 elif isinstance(what, Client):
-                    what.on_event(mask)
+                    what.on_event(key.fd, mask)
+                elif what == "handoff":
+                    self.accept_handoff(key.fileobj)
             self.timers(time.monotonic())
             while self.dirty:
                 self.dirty.pop().flush()
 
-    def accept(self):
+    def accept(self, listener):
         while True:
             try:
-                sock, _ = self.listener.accept()
+                sock, _ = listener.accept()
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as e:
                 if e.errno in (errno.EMFILE, errno.ENFILE):
                     log("accept: %s" % e)
                 return
-            client = Client(self, sock)
-            self.clients.add(client)
-            self.sel.register(sock, selectors.EVENT_READ, client)
-            self.hello(client)
+            if self.listeners[listener] == "handoff":
+                # Its first message carries the stream's two ends.
+                sock.setblocking(False)
+                self.sel.register(sock, selectors.EVENT_READ, "handoff")
+            else:
+                self.add_client(Client(self, sock))
+
+    def accept_handoff(self, sock):
+        self.sel.unregister(sock)
+        try:
+            _, fds, _, _ = socket.recv_fds(sock, 16, 2, socket.MSG_CMSG_CLOEXEC)
+        except OSError:
+            fds = []
+        if len(fds) != 2:
+            for fd in fds:
+                os.close(fd)
+            sock.close()
+            return
+        self.add_client(Client(self, sock, fds[0], fds[1]))
+
+    def add_client(self, client):
+        self.clients.add(client)
+        client.register()
+        self.hello(client)
 
     def on_signals(self):
         try:

@@ -2,7 +2,7 @@
 // sandbox-setup binary can build the image without a checkout: the Dockerfile,
 // the Debian package list, and the in-container programs (agentbox_init.py,
 // PID 1; agentbox_kernel.py, the persistent Python namespace;
-// agentbox_bridge.py, which joins a `docker exec` stream to the init's socket).
+// agentbox_bridge.py, which hands a `docker exec` stream over to the init).
 //
 // The image carries labels naming the kernel protocol version and a content
 // hash of these sources, so a stale image is detected by comparing labels,
