@@ -49,6 +49,9 @@ MAX_OUTPUT = int(os.environ.get("AGENTBOX_MAX_OUTPUT", str(1 << 20)))
 GRACE = float(os.environ.get("AGENTBOX_INTERRUPT_GRACE", "5"))
 KEEP_RESULTS = int(os.environ.get("AGENTBOX_KEEP_RESULTS", "32"))
 KEEP_BYTES = 64 << 20
+# How long the frames of a starting execution may wait to leave with its
+# result (see Init.flush_clients).
+HOLD = 0.002
 MAX_FRAME = 256 << 20
 MAX_ID = 256
 ORPHAN_OUTPUT = 64 << 10
@@ -188,8 +191,8 @@ class Client:
         self.sock.close()
 
     def send(self, msg):
-        # Frames are queued and written once per turn of the event loop, so
-        # the frames one event produces (accepted + started, say) cross the
+        # Frames are queued and written once per turn of the event loop (see
+        # Init.flush_clients), so the frames one event produces cross the
         # engine's stream as one write.
         if self.closed:
             return
@@ -311,6 +314,8 @@ class Init:
         self.sel = selectors.DefaultSelector()
         self.clients = set()
         self.dirty = set()  # clients with frames queued this turn
+        self.hold = None  # (execution, until): its subscribers' frames wait
+        self.held = set()  # clients whose frames wait for self.hold
         self.executions = collections.OrderedDict()  # id -> Execution (queued, running, done)
         self.queue = collections.deque()  # Execution or ("inspect", client, req)
         self.current = None  # Execution or inspect tuple in the worker
@@ -516,9 +521,12 @@ class Init:
             "truncated": cut,
             "duration_ms": round((time.monotonic() - ex.started) * 1000, 3),
         }
-        for c in ex.subscribers:
+        subscribers, ex.subscribers = ex.subscribers, []
+        for c in subscribers:
             c.send(ex.result)
-        ex.subscribers = []
+            # Everything about ex is queued now: out in one write, whatever
+            # the next execution's hold says.
+            c.flush()
         ex.captures = None
 
     def trim_results(self):
@@ -700,6 +708,8 @@ class Init:
                     ex.publish({"type": "stream", "id": ex.id, "name": name, "text": text})
         ex.publish({"type": "started", "id": ex.id, "execution_count": ex.count})
         self.send_worker({"type": "execute", "id": ex.id, "code": ex.code, "count": ex.count})
+        self.release_hold()
+        self.hold = (ex, ex.started + HOLD)
 
     def send_worker(self, msg):
         w = self.worker
@@ -762,6 +772,8 @@ class Init:
                 times.append(cur.kill_at)
         if self.respawn_at is not None:
             times.append(self.respawn_at)
+        if self.held:
+            times.append(self.hold[1])
         if not times:
             return None
         return max(0.0, min(times) - now)
@@ -788,9 +800,33 @@ class Init:
                     what.on_event(key.fd, mask)
                 elif what == "handoff":
                     self.accept_handoff(key.fileobj)
-            self.timers(time.monotonic())
-            while self.dirty:
-                self.dirty.pop().flush()
+            now = time.monotonic()
+            self.timers(now)
+            self.flush_clients(now)
+
+    def release_hold(self):
+        self.hold = None
+        self.dirty |= self.held
+        self.held.clear()
+
+    def flush_clients(self, now):
+        """Writes what each client has queued, except the frames of an
+        execution that started less than HOLD ago: they wait until it ends or
+        HOLD has passed. Each write costs the engine's stream a turn through
+        the engine, its shim and the client (a round trip's worth of CPU,
+        spent while the kernel runs the code on a machine with few cores), so
+        a short execution's accepted, started, output and result leave as one
+        write; a longer one streams as before, at most HOLD late."""
+        hold = self.hold
+        if hold is not None and (now >= hold[1] or hold[0] is not self.current):
+            self.release_hold()
+            hold = None
+        while self.dirty:
+            c = self.dirty.pop()
+            if hold is not None and c in hold[0].subscribers:
+                self.held.add(c)
+            else:
+                c.flush()
 
     def accept(self, listener):
         while True:
