@@ -55,6 +55,7 @@ HOLD = 0.002
 MAX_FRAME = 256 << 20
 MAX_ID = 256
 ORPHAN_OUTPUT = 64 << 10
+# The worker reads requests on CONTROL_FD and writes replies on CONTROL_FD + 1.
 CONTROL_FD = 3
 
 
@@ -297,9 +298,10 @@ class Execution:
 
 
 class Worker:
-    def __init__(self, pid, ctrl, out, err, oom):
+    def __init__(self, pid, requests, ctrl, out, err, oom):
         self.pid = pid
-        self.ctrl = ctrl
+        self.requests = requests  # pipe to its CONTROL_FD
+        self.ctrl = ctrl  # pipe from its CONTROL_FD + 1
         self.out = out
         self.err = err
         self.rbuf = bytearray()
@@ -370,7 +372,12 @@ class Init:
     # -- the worker -----------------------------------------------------
 
     def spawn(self):
-        parent, child = socket.socketpair()
+        # Pipes, not a socket pair: reading a frame from a Unix stream socket
+        # also wakes the peer if it sleeps in recv (one wait queue serves its
+        # readers and its writers waiting for room), a needless wake-up of the
+        # worker per frame; a pipe wakes a writer only when it was full.
+        req_r, req_w = os.pipe()
+        ctrl_r, ctrl_w = os.pipe()
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         oom = oom_kills()
@@ -385,8 +392,9 @@ class Init:
                 os.dup2(null, 0)
                 os.dup2(out_w, 1)
                 os.dup2(err_w, 2)
-                os.dup2(child.fileno(), CONTROL_FD)
-                os.closerange(CONTROL_FD + 1, 65536)
+                os.dup2(req_r, CONTROL_FD)
+                os.dup2(ctrl_w, CONTROL_FD + 1)
+                os.closerange(CONTROL_FD + 2, 65536)
                 env = dict(os.environ)
                 env["AGENTBOX_CONTROL_FD"] = str(CONTROL_FD)
                 for k in list(env):
@@ -395,13 +403,12 @@ class Init:
                 os.execve(sys.executable, [sys.executable, "-u", WORKER], env)
             finally:
                 os._exit(127)
-        child.close()
-        os.close(out_w)
-        os.close(err_w)
-        os.set_blocking(out_r, False)
-        os.set_blocking(err_r, False)
-        self.worker = Worker(pid, parent, out_r, err_r, oom)
-        self.sel.register(parent, selectors.EVENT_READ, "ctrl")
+        for fd in (req_r, ctrl_w, out_w, err_w):
+            os.close(fd)
+        for fd in (ctrl_r, out_r, err_r):
+            os.set_blocking(fd, False)
+        self.worker = Worker(pid, req_w, ctrl_r, out_r, err_r, oom)
+        self.sel.register(ctrl_r, selectors.EVENT_READ, "ctrl")
         self.sel.register(out_r, selectors.EVENT_READ, "stdout")
         self.sel.register(err_r, selectors.EVENT_READ, "stderr")
 
@@ -440,15 +447,13 @@ class Init:
     def read_ctrl(self):
         w = self.worker
         try:
-            data = w.ctrl.recv(1 << 20, socket.MSG_DONTWAIT)
+            data = os.read(w.ctrl, 1 << 20)
         except (BlockingIOError, InterruptedError):
             return
         except OSError:
             data = b""
         if not data:
-            self.sel.unregister(w.ctrl)
-            w.ctrl.close()
-            w.ctrl = None
+            self.close_ctrl(w)
             return
         w.rbuf += data
         while self.worker is w:
@@ -555,9 +560,7 @@ class Init:
             if fd is not None:
                 self.sel.unregister(fd)
                 os.close(fd)
-        if w.ctrl is not None:
-            self.sel.unregister(w.ctrl)
-            w.ctrl.close()
+        self.close_ctrl(w)
         # Whatever else the worker's process group left behind goes with it.
         try:
             os.killpg(w.pid, signal.SIGKILL)
@@ -711,10 +714,19 @@ class Init:
         self.release_hold()
         self.hold = (ex, ex.started + HOLD)
 
+    def close_ctrl(self, w):
+        if w.ctrl is not None:
+            self.sel.unregister(w.ctrl)
+            os.close(w.ctrl)
+            os.close(w.requests)
+            w.ctrl = w.requests = None
+
     def send_worker(self, msg):
-        w = self.worker
+        # A blocking write: the worker is idle, reading.
+        view = memoryview(encode(msg))
         try:
-            w.ctrl.sendall(encode(msg))
+            while view:
+                view = view[os.write(self.worker.requests, view):]
         except OSError as e:
             log("send to the kernel: %s" % e)  # its death is handled by SIGCHLD
 
@@ -792,7 +804,7 @@ class Init:
                     if self.on_signals():
                         return 0
                 elif what == "ctrl":
-                    if self.worker is not None and self.worker.ctrl is key.fileobj:
+                    if self.worker is not None and self.worker.ctrl == key.fd:
                         self.read_ctrl()
                 elif what in ("stdout", "stderr"):
                     self.read_output(what, key.fd)

@@ -1,7 +1,8 @@
 """agentbox kernel worker: the persistent Python namespace of one sandbox.
 
-The init (agentbox_init.py) starts this process and talks to it over a private
-control socket (file descriptor given as argv[1]) with one JSON object per line.
+The init (agentbox_init.py) starts this process and talks to it over two
+private pipes, one JSON object per line: requests come in on the file
+descriptor AGENTBOX_CONTROL_FD names, replies go out on the next one.
 Its file descriptors 1 and 2 are pipes read by the init, so everything written
 to them (print, C extensions, subprocesses) is captured at the descriptor level
 without this process doing anything. The worker only runs code, one request at
@@ -27,7 +28,6 @@ import linecache
 import os
 import reprlib
 import signal
-import socket
 import sys
 import traceback
 import types
@@ -47,21 +47,29 @@ def _on_sigint(signum, frame):
 
 
 class Channel:
-    """Line-delimited JSON over the control socket."""
+    """Line-delimited JSON over the control pipes."""
 
     def __init__(self, fd):
-        self.sock = socket.socket(fileno=fd)
-        self.reader = self.sock.makefile("rb")
+        # Not inherited by the code's subprocesses (os.system, say).
+        os.set_inheritable(fd, False)
+        os.set_inheritable(fd + 1, False)
+        self.reader = os.fdopen(fd, "rb")
+        self.wfd = fd + 1
 
     def send(self, msg):
         data = json.dumps(msg, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "replace") + b"\n"
-        # An interrupt in the middle of sendall would leave half a frame on
-        # the wire; hold SIGINT until the frame is out.
+        # An interrupt in the middle of the frame would leave half of it on
+        # the wire; hold SIGINT until it is out.
         old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
-            self.sock.sendall(data)
+            self._write(data)
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+    def _write(self, data):
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self.wfd, view):]
 
     def recv(self):
         line = self.reader.readline()
