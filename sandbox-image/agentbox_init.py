@@ -28,6 +28,7 @@ import collections
 import errno
 import json
 import os
+import select
 import selectors
 import signal
 import socket
@@ -57,6 +58,9 @@ MAX_ID = 256
 ORPHAN_OUTPUT = 64 << 10
 # The worker reads requests on CONTROL_FD and writes replies on CONTROL_FD + 1.
 CONTROL_FD = 3
+# What one read asks for. Not more: os.read allocates the size asked up front,
+# and a megabyte costs more than the read itself; a pipe holds 64 KiB anyway.
+READ_SIZE = 64 << 10
 
 
 def log(msg):
@@ -67,8 +71,37 @@ def log(msg):
         pass
 
 
+def _frame_encoder():
+    """Returns a function that renders a frame as compact JSON text.
+
+    json.dumps builds a JSONEncoder, and JSONEncoder.encode builds a C
+    encoder, on every call: half the cost of encoding a small frame, paid
+    four times per execution. The C encoder is built here once (the same call
+    JSONEncoder.encode makes), checked against JSONEncoder, and JSONEncoder is
+    used where it is missing or differs."""
+    slow = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)
+    try:
+        from json.encoder import c_make_encoder, encode_basestring
+
+        fast = c_make_encoder(None, slow.default, encode_basestring, None, ":", ",", False, False, True)
+        probe = {"s": "é\n\"\ud800", "n": [1, -2.5, None, True], "d": {}}
+        if "".join(fast(probe, 0)) == slow.encode(probe):
+            return lambda msg: "".join(fast(msg, 0))
+    except Exception:
+        pass
+    return slow.encode
+
+
+_encode_json = _frame_encoder()
+
+
 def encode(msg):
-    return json.dumps(msg, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "replace") + b"\n"
+    return _encode_json(msg).encode("utf-8", "replace") + b"\n"
+
+
+def decode(line):
+    # Frames are UTF-8; json.loads(bytes) would first guess the encoding.
+    return json.loads(line.decode("utf-8", "surrogatepass"))
 
 
 # -- cgroup: tell an out-of-memory kill from any other SIGKILL ------------------
@@ -232,7 +265,7 @@ class Client:
             return
         if mask & selectors.EVENT_READ and not self.closed:
             try:
-                data = os.read(self.rfd, 1 << 20)
+                data = os.read(self.rfd, READ_SIZE)
             except (BlockingIOError, InterruptedError):
                 return
             except OSError:
@@ -272,7 +305,13 @@ class Execution:
         self.timed_out = False
         self.interrupted = False
         self.killed = False
-        self.captures = None
+        self.captures = None  # name -> Capture, made on the first output
+
+    def capture(self, name):
+        cap = self.captures.get(name)
+        if cap is None:
+            cap = self.captures[name] = Capture(name, MAX_OUTPUT)
+        return cap
 
     def record(self, msg):
         # Consecutive chunks of one stream are merged so a replay stays small.
@@ -281,7 +320,10 @@ class Execution:
             self.events[-1] = dict(last, text=last["text"] + msg["text"])
         else:
             self.events.append(msg)
-        self.event_bytes += len(msg.get("text", "")) + sum(len(v) for v in msg.get("data", {}).values())
+        if "text" in msg:
+            self.event_bytes += len(msg["text"])
+        elif "data" in msg:
+            self.event_bytes += sum(len(v) for v in msg["data"].values())
 
     def publish(self, msg):
         self.record(msg)
@@ -304,6 +346,9 @@ class Worker:
         self.ctrl = ctrl  # pipe from its CONTROL_FD + 1
         self.out = out
         self.err = err
+        self.outputs = select.poll()  # out and err, for drain_output
+        for fd in (out, err):
+            self.outputs.register(fd, select.POLLIN)
         self.rbuf = bytearray()
         self.ready = False
         self.started = time.monotonic()
@@ -319,6 +364,8 @@ class Init:
         self.hold = None  # (execution, until): its subscribers' frames wait
         self.held = set()  # clients whose frames wait for self.hold
         self.executions = collections.OrderedDict()  # id -> Execution (queued, running, done)
+        self.done = collections.deque()  # ids of finished executions, oldest first
+        self.done_bytes = 0  # their recorded output
         self.queue = collections.deque()  # Execution or ("inspect", client, req)
         self.current = None  # Execution or inspect tuple in the worker
         self.worker = None
@@ -415,7 +462,7 @@ class Init:
     def read_output(self, name, fd):
         while True:
             try:
-                data = os.read(fd, 1 << 20)
+                data = os.read(fd, READ_SIZE)
             except (BlockingIOError, InterruptedError):
                 return
             except OSError:
@@ -423,31 +470,36 @@ class Init:
             if not data:
                 self.sel.unregister(fd)
                 os.close(fd)
-                if self.worker is not None:
-                    setattr(self.worker, "out" if name == "stdout" else "err", None)
+                w = self.worker
+                if w is not None and fd in (w.out, w.err):
+                    w.outputs.unregister(fd)
+                    setattr(w, "out" if name == "stdout" else "err", None)
                 return
             ex = self.current if isinstance(self.current, Execution) else None
             if ex is None:
                 buf = self.orphan[name]
                 buf += data[: max(0, ORPHAN_OUTPUT - len(buf))]
-                continue
-            text = ex.captures[name].feed(data)
-            if text:
-                ex.publish({"type": "stream", "id": ex.id, "name": name, "text": text})
+            else:
+                text = ex.capture(name).feed(data)
+                if text:
+                    ex.publish({"type": "stream", "id": ex.id, "name": name, "text": text})
+            if len(data) < READ_SIZE:
+                return  # a pipe gives less only when it is empty now
 
     def drain_output(self):
+        # Output the worker wrote before the frame at hand comes first. One
+        # poll of both pipes: a read that finds nothing costs an exception,
+        # and there is usually nothing.
         w = self.worker
         if w is None:
             return
-        if w.out is not None:
-            self.read_output("stdout", w.out)
-        if w.err is not None:
-            self.read_output("stderr", w.err)
+        for fd, _ in w.outputs.poll(0):
+            self.read_output("stdout" if fd == w.out else "stderr", fd)
 
     def read_ctrl(self):
         w = self.worker
         try:
-            data = os.read(w.ctrl, 1 << 20)
+            data = os.read(w.ctrl, READ_SIZE)
         except (BlockingIOError, InterruptedError):
             return
         except OSError:
@@ -463,7 +515,7 @@ class Init:
             line = bytes(w.rbuf[:nl])
             del w.rbuf[: nl + 1]
             try:
-                msg = json.loads(line)
+                msg = decode(line)
             except ValueError:
                 log("bad frame from the worker: %r" % line[:200])
                 continue
@@ -499,7 +551,10 @@ class Init:
     def finish(self, ex, error, died=None):
         cut = {}
         for name in ("stdout", "stderr"):
-            text, n = ex.captures[name].finish()
+            cap = ex.captures.get(name)
+            if cap is None:
+                continue
+            text, n = cap.finish()
             if text:
                 ex.publish({"type": "stream", "id": ex.id, "name": name, "text": text})
             if n:
@@ -533,14 +588,12 @@ class Init:
             # the next execution's hold says.
             c.flush()
         ex.captures = None
+        self.done.append(ex.id)
+        self.done_bytes += ex.event_bytes
 
     def trim_results(self):
-        done = [k for k, e in self.executions.items() if e.result is not None]
-        total = sum(self.executions[k].event_bytes for k in done)
-        while done and (len(done) > KEEP_RESULTS or total > KEEP_BYTES):
-            k = done.pop(0)
-            total -= self.executions[k].event_bytes
-            del self.executions[k]
+        while self.done and (len(self.done) > KEEP_RESULTS or self.done_bytes > KEEP_BYTES):
+            self.done_bytes -= self.executions.pop(self.done.popleft()).event_bytes
 
     def reap(self):
         while True:
@@ -599,7 +652,7 @@ class Init:
 
     def handle_request(self, client, line):
         try:
-            msg = json.loads(line)
+            msg = decode(line)
             if not isinstance(msg, dict):
                 raise ValueError("not an object")
         except ValueError as e:
@@ -637,7 +690,7 @@ class Init:
 
     def finish_unstarted(self, ex):
         ex.started = time.monotonic()
-        ex.captures = {"stdout": Capture("stdout", MAX_OUTPUT), "stderr": Capture("stderr", MAX_OUTPUT)}
+        ex.captures = {}
         self.finish(ex, {"name": "KeyboardInterrupt", "value": "interrupted before it started", "traceback": []})
         self.trim_results()
 
@@ -699,18 +752,19 @@ class Init:
         ex.started = time.monotonic()
         if ex.timeout:
             ex.deadline = ex.started + ex.timeout
-        ex.captures = {"stdout": Capture("stdout", MAX_OUTPUT), "stderr": Capture("stderr", MAX_OUTPUT)}
+        ex.captures = {}
         self.current = ex
+        # The worker first: the frames below wait for the end of the turn.
+        self.send_worker({"type": "execute", "id": ex.id, "code": ex.code, "count": ex.count})
         for name in ("stdout", "stderr"):
             if self.orphan[name]:
                 # Output written between executions (a background thread) is
                 # not dropped: it opens the next execution's stream.
-                text = ex.captures[name].feed(bytes(self.orphan[name]))
+                text = ex.capture(name).feed(bytes(self.orphan[name]))
                 self.orphan[name].clear()
                 if text:
                     ex.publish({"type": "stream", "id": ex.id, "name": name, "text": text})
         ex.publish({"type": "started", "id": ex.id, "execution_count": ex.count})
-        self.send_worker({"type": "execute", "id": ex.id, "code": ex.code, "count": ex.count})
         self.release_hold()
         self.hold = (ex, ex.started + HOLD)
 

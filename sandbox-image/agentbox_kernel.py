@@ -55,11 +55,24 @@ class Channel:
         os.set_inheritable(fd + 1, False)
         self.reader = os.fdopen(fd, "rb")
         self.wfd = fd + 1
+        self.pending = b""  # frames held back by send(..., hold=True)
+        # One encoder for all frames (json.dumps makes one per call).
+        self.encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
-    def send(self, msg):
-        data = json.dumps(msg, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "replace") + b"\n"
-        # An interrupt in the middle of the frame would leave half of it on
-        # the wire; hold SIGINT until it is out.
+    def send(self, msg, hold=False):
+        """Writes a frame. hold=True keeps it to go out with the next one: the
+        init wakes up once for both, not twice."""
+        data = self.pending + self.encoder.encode(msg).encode("utf-8", "replace") + b"\n"
+        self.pending = b""
+        if hold:
+            self.pending = data
+            return
+        if not _running_user_code:
+            # SIGINT raises nothing now (see _on_sigint): the frame goes out whole.
+            self._write(data)
+            return
+        # display() from user code: an interrupt in the middle of the frame
+        # would leave half of it on the wire; hold SIGINT until it is out.
         old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
             self._write(data)
@@ -75,7 +88,7 @@ class Channel:
         line = self.reader.readline()
         if not line:
             return None
-        return json.loads(line)
+        return json.loads(line.decode("utf-8", "surrogatepass"))  # skips guessing the encoding
 
 
 def _flush_all():
@@ -196,7 +209,7 @@ class Kernel:
         filename = "<cell-%d>" % msg.get("count", 0)
         self._remember_source(filename, code)
         error = None
-        signal.signal(signal.SIGINT, _on_sigint)
+        value = None
         try:
             try:
                 tree = ast.parse(code, filename, "exec")
@@ -213,23 +226,25 @@ class Kernel:
                     exec(body, self.ns)
                     if tail is not None:
                         value = eval(tail, self.ns)
-                        _running_user_code = False
-                        if value is not None:
-                            self.ns["_"] = value
-                            _flush_all()
-                            self.ch.send({"type": "display", "id": self.current_id, "kind": "execute_result", "data": mime_bundle(value)})
                 finally:
                     _running_user_code = False
         except BaseException as e:
             _running_user_code = False
             error = self._error(e)
-        _running_user_code = False
+        # The code may have replaced the handler; ours makes a late SIGINT
+        # harmless while the worker reports (see Channel.send).
+        signal.signal(signal.SIGINT, _on_sigint)
+        if value is not None:
+            self.ns["_"] = value
+            _flush_all()
+            # It leaves with the next frame (a figure, or done): the init
+            # orders the output written meanwhile (figure warnings) before it.
+            self.ch.send({"type": "display", "id": self.current_id, "kind": "execute_result", "data": mime_bundle(value)}, hold=True)
         try:
             self._send_figures()
         except BaseException as e:
             sys.stderr.write("agentbox: figures: %r\n" % (e,))
         _flush_all()
-        signal.signal(signal.SIGINT, _on_sigint)
         self.ch.send({"type": "done", "id": self.current_id, "error": error})
         self.current_id = None
 
