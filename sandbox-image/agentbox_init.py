@@ -26,7 +26,6 @@ Standard library only.
 import codecs
 import collections
 import errno
-import json
 import os
 import select
 import selectors
@@ -35,6 +34,8 @@ import socket
 import sys
 import time
 import uuid
+
+from agentbox_frames import decode, encode
 
 PROTOCOL = 1
 # "@name" is an abstract Unix socket: nothing on the filesystem that user code
@@ -69,39 +70,6 @@ def log(msg):
         os.write(2, ("agentbox-init: %s\n" % msg).encode("utf-8", "replace"))
     except OSError:
         pass
-
-
-def _frame_encoder():
-    """Returns a function that renders a frame as compact JSON text.
-
-    json.dumps builds a JSONEncoder, and JSONEncoder.encode builds a C
-    encoder, on every call: half the cost of encoding a small frame, paid
-    four times per execution. The C encoder is built here once (the same call
-    JSONEncoder.encode makes), checked against JSONEncoder, and JSONEncoder is
-    used where it is missing or differs."""
-    slow = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False)
-    try:
-        from json.encoder import c_make_encoder, encode_basestring
-
-        fast = c_make_encoder(None, slow.default, encode_basestring, None, ":", ",", False, False, True)
-        probe = {"s": "é\n\"\ud800", "n": [1, -2.5, None, True], "d": {}}
-        if "".join(fast(probe, 0)) == slow.encode(probe):
-            return lambda msg: "".join(fast(msg, 0))
-    except Exception:
-        pass
-    return slow.encode
-
-
-_encode_json = _frame_encoder()
-
-
-def encode(msg):
-    return _encode_json(msg).encode("utf-8", "replace") + b"\n"
-
-
-def decode(line):
-    # Frames are UTF-8; json.loads(bytes) would first guess the encoding.
-    return json.loads(line.decode("utf-8", "surrogatepass"))
 
 
 # -- cgroup: tell an out-of-memory kill from any other SIGKILL ------------------

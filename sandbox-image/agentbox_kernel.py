@@ -17,13 +17,13 @@ Replies (worker -> init):
   {"type": "done", "id": ..., "error": null | {"name", "value", "traceback"}}
   {"type": "state", "req": ..., "variables": [...], "modules": [...]}
 
-Standard library only: the same file runs in any image that has python3.
+Standard library only: with agentbox_frames.py beside it, it runs in any image
+that has python3.
 """
 
 import ast
 import base64
 import io
-import json
 import linecache
 import os
 import reprlib
@@ -31,6 +31,8 @@ import signal
 import sys
 import traceback
 import types
+
+from agentbox_frames import decode, encode
 
 KERNEL_FILE = os.path.abspath(__file__)
 REPR_LIMIT = 200
@@ -56,13 +58,11 @@ class Channel:
         self.reader = os.fdopen(fd, "rb")
         self.wfd = fd + 1
         self.pending = b""  # frames held back by send(..., hold=True)
-        # One encoder for all frames (json.dumps makes one per call).
-        self.encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 
     def send(self, msg, hold=False):
         """Writes a frame. hold=True keeps it to go out with the next one: the
         init wakes up once for both, not twice."""
-        data = self.pending + self.encoder.encode(msg).encode("utf-8", "replace") + b"\n"
+        data = self.pending + encode(msg)
         self.pending = b""
         if hold:
             self.pending = data
@@ -80,15 +80,17 @@ class Channel:
             signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
     def _write(self, data):
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self.wfd, view):]
+        n = os.write(self.wfd, data)
+        if n < len(data):  # a frame larger than the pipe holds
+            view = memoryview(data)[n:]
+            while view:
+                view = view[os.write(self.wfd, view):]
 
     def recv(self):
         line = self.reader.readline()
         if not line:
             return None
-        return json.loads(line.decode("utf-8", "surrogatepass"))  # skips guessing the encoding
+        return decode(line)
 
 
 def _flush_all():
@@ -212,7 +214,7 @@ class Kernel:
         value = None
         try:
             try:
-                tree = ast.parse(code, filename, "exec")
+                tree = compile(code, filename, "exec", ast.PyCF_ONLY_AST)  # ast.parse, less its wrapper
                 last = None
                 if tree.body and isinstance(tree.body[-1], ast.Expr):
                     last = ast.Expression(tree.body.pop().value)

@@ -1,5 +1,5 @@
-"""Tests of the init against the golden transcripts in kernel/testdata, and of
-the stream handover that agentbox_bridge.py makes.
+"""Tests of the init against the golden transcripts in kernel/testdata, of
+the stream handover that agentbox_bridge.py makes, and of the framing.
 
 The same transcripts drive the Go client's tests (kernel/golden_test.go), so
 the two sides of the protocol cannot drift apart. Run inside the sandbox image
@@ -18,6 +18,8 @@ import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import agentbox_frames  # noqa: E402
 GOLDEN = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "kernel", "testdata")
 TERMINAL = ("result", "error", "state")
 
@@ -181,6 +183,24 @@ class HandoffTest(unittest.TestCase):
             self.assertEqual(init.recv(), {"type": "pong", "req": "p"})
         finally:
             init.close()
+
+
+class FramesTest(unittest.TestCase):
+    def test_round_trip(self):
+        msg = {"type": "stream", "text": "é\n\"\t\u2028", "n": [1, 2.5, None, True, False], "d": {}}
+        data = agentbox_frames.encode(msg)
+        self.assertTrue(data.endswith(b"\n") and data.count(b"\n") == 1)
+        self.assertEqual(agentbox_frames.decode(data), msg)
+        self.assertEqual(json.loads(data), msg)
+
+    def test_lone_surrogate_is_replaced(self):
+        self.assertEqual(agentbox_frames.encode({"t": "a\ud800"}), '{"t":"a?"}\n'.encode())
+
+    def test_decode_is_as_strict_as_json_loads(self):
+        self.assertEqual(agentbox_frames.decode(b' {"a": 1}\r\n'), {"a": 1})
+        for bad in (b"", b"{", b'{"a":1} {"b":2}', b'{"a":1} x', b"\xff{}", b"nope"):
+            with self.assertRaises(ValueError, msg=bad):
+                agentbox_frames.decode(bad)
 
 
 def _add_tests():
