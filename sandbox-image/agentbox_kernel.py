@@ -34,6 +34,14 @@ import types
 
 from agentbox_frames import decode, encode
 
+try:
+    # signal.signal turns both handlers into enum members, at the price of two
+    # caught exceptions; the worker sets its SIGINT handler on every execution,
+    # so it calls the C function beneath.
+    from _signal import signal as _set_handler
+except ImportError:
+    from signal import signal as _set_handler
+
 KERNEL_FILE = os.path.abspath(__file__)
 REPR_LIMIT = 200
 MAX_LINECACHE_CELLS = 200
@@ -235,7 +243,7 @@ class Kernel:
             error = self._error(e)
         # The code may have replaced the handler; ours makes a late SIGINT
         # harmless while the worker reports (see Channel.send).
-        signal.signal(signal.SIGINT, _on_sigint)
+        _set_handler(signal.SIGINT, _on_sigint)
         if value is not None:
             self.ns["_"] = value
             _flush_all()
