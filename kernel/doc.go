@@ -36,7 +36,10 @@
 //	{"type":"error","req":"2","code":"unknown_execution","message":"..."}
 //
 // Frames of an execution go to every client that asked for it (by execute or
-// get) and to no other. The init keeps the last results (events included), so
-// an execute with a known id, or a get, replays them with "replayed": true
-// instead of running the code again.
+// get) and to no other. They stream as the code runs, except that the frames
+// of its first 2 ms wait to leave in one write with the result if it is done
+// by then (each write costs the engine's stream a round trip's worth of CPU).
+// The init keeps the last results (events included), so an execute with a
+// known id, or a get, replays them with "replayed": true instead of running
+// the code again.
 package kernel
