@@ -376,6 +376,9 @@ func (c *Client) readLoop(fr *frameReader) {
 		if err != nil {
 			break
 		}
+		if skippable(line) {
+			continue
+		}
 		var f frame
 		f, err = decodeFrame(line)
 		if err != nil {

@@ -1,7 +1,8 @@
 // Package kernel holds the wire protocol between the host and the Python
 // kernel inside a sandbox container, and the Go client that speaks it over any
 // byte stream (in practice a `docker exec -i` stream to agentbox_bridge.py,
-// which joins it to the init's abstract Unix socket).
+// which hands the stream's two ends to the init over its abstract Unix socket,
+// so that the init reads and writes the stream itself).
 //
 // # Lifecycle
 //
@@ -37,7 +38,10 @@
 //	{"type":"error","req":"2","code":"unknown_execution","message":"..."}
 //
 // Frames of an execution go to every client that asked for it (by execute or
-// get) and to no other. The init keeps the last results (events included), so
-// an execute with a known id, or a get, replays them with "replayed": true
-// instead of running the code again.
+// get) and to no other. They stream as the code runs, except that the frames
+// of its first 2 ms wait to leave in one write with the result if it is done
+// by then (each write costs the engine's stream a round trip's worth of CPU).
+// The init keeps the last results (events included), so an execute with a
+// known id, or a get, replays them with "replayed": true instead of running
+// the code again.
 package kernel

@@ -26,6 +26,20 @@ func TestFrameReader(t *testing.T) {
 	}
 }
 
+func TestSkippable(t *testing.T) {
+	for line, want := range map[string]bool{
+		`{"type":"accepted","req":"1","id":"a","duplicate":false,"queued":0}`: true,
+		`{"req":"1","type":"accepted","id":"a"}`:                              false, // decoded, then ignored
+		`{"type":"started","id":"a","execution_count":1}`:                     false,
+		`{"type":"result","id":"a"}`:                                          false,
+		`{"type":"acceptedx"}`:                                                false,
+	} {
+		if got := skippable([]byte(line)); got != want {
+			t.Errorf("skippable(%s) = %v, want %v", line, got, want)
+		}
+	}
+}
+
 // FuzzFrameDecoder feeds arbitrary bytes to the frame reader and decoder: they
 // may reject input, never panic or return a frame without a type.
 func FuzzFrameDecoder(f *testing.F) {

@@ -354,6 +354,38 @@ func TestTwoClientsAndReconnect(t *testing.T) {
 	}
 }
 
+// TestClosedClientEndsItsBridge checks that the init lets go of a stream the
+// bridge handed over once its client hangs up, so the bridge (and the engine's
+// exec) ends instead of piling up.
+func TestClosedClientEndsItsBridge(t *testing.T) {
+	id := dockertest.Sandbox(t, nil)
+	a := dockertest.Dial(t, id)
+	b := dockertest.Dial(t, id)
+	const count = "import os\n" +
+		"n = 0\n" +
+		"for p in os.listdir('/proc'):\n" +
+		"    try:\n" +
+		"        n += p.isdigit() and b'agentbox_bridge' in open('/proc/%s/cmdline' % p, 'rb').read()\n" +
+		"    except OSError:\n" +
+		"        pass\n" +
+		"n"
+	if got := plain(run(t, b, count)); got != "2" {
+		t.Fatalf("%s bridges with two clients open", got)
+	}
+	b.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := plain(run(t, a, count))
+		if got == "1" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s bridges 10 s after one of two clients closed", got)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 func TestInspect(t *testing.T) {
 	c := dockertest.Dial(t, dockertest.Sandbox(t, nil))
 	run(t, c, "import numpy as np\nimport json as j\narr = np.zeros((3, 4))\nname = 'abc'")

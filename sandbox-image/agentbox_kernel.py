@@ -1,7 +1,8 @@
 """agentbox kernel worker: the persistent Python namespace of one sandbox.
 
-The init (agentbox_init.py) starts this process and talks to it over a private
-control socket (file descriptor given as argv[1]) with one JSON object per line.
+The init (agentbox_init.py) starts this process and talks to it over two
+private pipes, one JSON object per line: requests come in on the file
+descriptor AGENTBOX_CONTROL_FD names, replies go out on the next one.
 Its file descriptors 1 and 2 are pipes read by the init, so everything written
 to them (print, C extensions, subprocesses) is captured at the descriptor level
 without this process doing anything. The worker only runs code, one request at
@@ -16,21 +17,30 @@ Replies (worker -> init):
   {"type": "done", "id": ..., "error": null | {"name", "value", "traceback"}}
   {"type": "state", "req": ..., "variables": [...], "modules": [...]}
 
-Standard library only: the same file runs in any image that has python3.
+Standard library only: with agentbox_frames.py beside it, it runs in any image
+that has python3.
 """
 
 import ast
 import base64
 import io
-import json
 import linecache
 import os
 import reprlib
 import signal
-import socket
 import sys
 import traceback
 import types
+
+from agentbox_frames import decode, encode
+
+try:
+    # signal.signal turns both handlers into enum members, at the price of two
+    # caught exceptions; the worker sets its SIGINT handler on every execution,
+    # so it calls the C function beneath.
+    from _signal import signal as _set_handler
+except ImportError:
+    from signal import signal as _set_handler
 
 KERNEL_FILE = os.path.abspath(__file__)
 REPR_LIMIT = 200
@@ -47,27 +57,48 @@ def _on_sigint(signum, frame):
 
 
 class Channel:
-    """Line-delimited JSON over the control socket."""
+    """Line-delimited JSON over the control pipes."""
 
     def __init__(self, fd):
-        self.sock = socket.socket(fileno=fd)
-        self.reader = self.sock.makefile("rb")
+        # Not inherited by the code's subprocesses (os.system, say).
+        os.set_inheritable(fd, False)
+        os.set_inheritable(fd + 1, False)
+        self.reader = os.fdopen(fd, "rb")
+        self.wfd = fd + 1
+        self.pending = b""  # frames held back by send(..., hold=True)
 
-    def send(self, msg):
-        data = json.dumps(msg, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "replace") + b"\n"
-        # An interrupt in the middle of sendall would leave half a frame on
-        # the wire; hold SIGINT until the frame is out.
+    def send(self, msg, hold=False):
+        """Writes a frame. hold=True keeps it to go out with the next one: the
+        init wakes up once for both, not twice."""
+        data = self.pending + encode(msg)
+        self.pending = b""
+        if hold:
+            self.pending = data
+            return
+        if not _running_user_code:
+            # SIGINT raises nothing now (see _on_sigint): the frame goes out whole.
+            self._write(data)
+            return
+        # display() from user code: an interrupt in the middle of the frame
+        # would leave half of it on the wire; hold SIGINT until it is out.
         old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
-            self.sock.sendall(data)
+            self._write(data)
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+    def _write(self, data):
+        n = os.write(self.wfd, data)
+        if n < len(data):  # a frame larger than the pipe holds
+            view = memoryview(data)[n:]
+            while view:
+                view = view[os.write(self.wfd, view):]
 
     def recv(self):
         line = self.reader.readline()
         if not line:
             return None
-        return json.loads(line)
+        return decode(line)
 
 
 def _flush_all():
@@ -188,10 +219,10 @@ class Kernel:
         filename = "<cell-%d>" % msg.get("count", 0)
         self._remember_source(filename, code)
         error = None
-        signal.signal(signal.SIGINT, _on_sigint)
+        value = None
         try:
             try:
-                tree = ast.parse(code, filename, "exec")
+                tree = compile(code, filename, "exec", ast.PyCF_ONLY_AST)  # ast.parse, less its wrapper
                 last = None
                 if tree.body and isinstance(tree.body[-1], ast.Expr):
                     last = ast.Expression(tree.body.pop().value)
@@ -205,23 +236,25 @@ class Kernel:
                     exec(body, self.ns)
                     if tail is not None:
                         value = eval(tail, self.ns)
-                        _running_user_code = False
-                        if value is not None:
-                            self.ns["_"] = value
-                            _flush_all()
-                            self.ch.send({"type": "display", "id": self.current_id, "kind": "execute_result", "data": mime_bundle(value)})
                 finally:
                     _running_user_code = False
         except BaseException as e:
             _running_user_code = False
             error = self._error(e)
-        _running_user_code = False
+        # The code may have replaced the handler; ours makes a late SIGINT
+        # harmless while the worker reports (see Channel.send).
+        _set_handler(signal.SIGINT, _on_sigint)
+        if value is not None:
+            self.ns["_"] = value
+            _flush_all()
+            # It leaves with the next frame (a figure, or done): the init
+            # orders the output written meanwhile (figure warnings) before it.
+            self.ch.send({"type": "display", "id": self.current_id, "kind": "execute_result", "data": mime_bundle(value)}, hold=True)
         try:
             self._send_figures()
         except BaseException as e:
             sys.stderr.write("agentbox: figures: %r\n" % (e,))
         _flush_all()
-        signal.signal(signal.SIGINT, _on_sigint)
         self.ch.send({"type": "done", "id": self.current_id, "error": error})
         self.current_id = None
 

@@ -2,7 +2,8 @@
 // sandbox-setup binary can build the image without a checkout: the Dockerfile,
 // the Debian package list, and the in-container programs (agentbox_init.py,
 // PID 1; agentbox_kernel.py, the persistent Python namespace;
-// agentbox_bridge.py, which joins a `docker exec` stream to the init's socket).
+// agentbox_frames.py, the JSON-lines framing both use; agentbox_bridge.py,
+// which hands a `docker exec` stream over to the init).
 //
 // The image carries labels naming the kernel protocol version and a content
 // hash of these sources, so a stale image is detected by comparing labels,
@@ -24,7 +25,7 @@ import (
 	"github.com/agentbox/agentbox/kernel"
 )
 
-//go:embed Dockerfile packages.txt agentbox_init.py agentbox_kernel.py agentbox_bridge.py
+//go:embed Dockerfile packages.txt agentbox_init.py agentbox_kernel.py agentbox_frames.py agentbox_bridge.py
 var sources embed.FS
 
 // Labels set on every sandbox image.

@@ -1,4 +1,5 @@
-"""Tests of the init against the golden transcripts in kernel/testdata.
+"""Tests of the init against the golden transcripts in kernel/testdata, of
+the stream handover that agentbox_bridge.py makes, and of the framing.
 
 The same transcripts drive the Go client's tests (kernel/golden_test.go), so
 the two sides of the protocol cannot drift apart. Run inside the sandbox image
@@ -17,6 +18,8 @@ import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import agentbox_frames  # noqa: E402
 GOLDEN = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "kernel", "testdata")
 TERMINAL = ("result", "error", "state")
 
@@ -63,6 +66,7 @@ def matches(want, got, req):
 
 class Init:
     def __init__(self, name):
+        self.name = name
         env = dict(os.environ, AGENTBOX_SOCKET="@" + name)
         self.proc = subprocess.Popen([sys.executable, "-u", os.path.join(HERE, "agentbox_init.py")], env=env, stderr=subprocess.DEVNULL)
         deadline = time.time() + 10
@@ -112,6 +116,91 @@ class GoldenTest(unittest.TestCase):
                     self.assertTrue(matches(w, g, req), "%s step %d:\n got %r\nwant %r" % (path, i, g, w))
         finally:
             init.close()
+
+
+class HandoffTest(unittest.TestCase):
+    """The bridge's way in: it passes its standard input and output to the
+    init, which then speaks the protocol over them directly."""
+
+    def handoff(self, init):
+        c2i_r, c2i_w = os.pipe()  # client -> init: the bridge's standard input
+        i2c_r, i2c_w = os.pipe()  # init -> client: its standard output
+        bridge = socket.socket(socket.AF_UNIX)
+        bridge.connect("\0" + init.name + ".handoff")
+        socket.send_fds(bridge, [b"\0"], [c2i_r, i2c_w])
+        os.close(c2i_r)
+        os.close(i2c_w)
+        return bridge, os.fdopen(c2i_w, "wb", buffering=0), os.fdopen(i2c_r, "rb")
+
+    def test_protocol_over_handed_over_stream(self):
+        init = Init("handoff-%d" % os.getpid())
+        try:
+            init.recv()
+            bridge, w, r = self.handoff(init)
+            self.assertEqual(json.loads(r.readline())["type"], "hello")
+            w.write(b'{"type":"execute","req":"1","id":"h1","code":"print(6*7)"}\n')
+            frames = [json.loads(r.readline())]
+            while frames[-1]["type"] != "result":
+                frames.append(json.loads(r.readline()))
+            frames = merge_streams(frames)
+            self.assertEqual([f["type"] for f in frames], ["accepted", "started", "stream", "result"], frames)
+            self.assertEqual(frames[2]["text"], "42\n")
+            # The socket client shares the kernel, never the replies.
+            init.send({"type": "ping", "req": "p"})
+            self.assertEqual(init.recv(), {"type": "pong", "req": "p"})
+            # The client hangs up: the init lets the stream and the bridge go.
+            w.close()
+            self.assertEqual(r.read(), b"")
+            bridge.settimeout(10)
+            self.assertEqual(bridge.recv(1), b"")
+        finally:
+            init.close()
+
+    def test_bridge_gone(self):
+        init = Init("handoff-gone-%d" % os.getpid())
+        try:
+            init.recv()
+            bridge, w, r = self.handoff(init)
+            self.assertEqual(json.loads(r.readline())["type"], "hello")
+            # The exec was killed: the init closes its ends of the stream.
+            bridge.close()
+            self.assertEqual(r.read(), b"")
+            init.send({"type": "ping", "req": "p"})
+            self.assertEqual(init.recv(), {"type": "pong", "req": "p"})
+        finally:
+            init.close()
+
+    def test_handoff_without_descriptors(self):
+        init = Init("handoff-bad-%d" % os.getpid())
+        try:
+            init.recv()
+            s = socket.socket(socket.AF_UNIX)
+            s.connect("\0" + init.name + ".handoff")
+            s.sendall(b"hello?")
+            s.settimeout(10)
+            self.assertEqual(s.recv(1), b"")
+            init.send({"type": "ping", "req": "p"})
+            self.assertEqual(init.recv(), {"type": "pong", "req": "p"})
+        finally:
+            init.close()
+
+
+class FramesTest(unittest.TestCase):
+    def test_round_trip(self):
+        msg = {"type": "stream", "text": "é\n\"\t\u2028", "n": [1, 2.5, None, True, False], "d": {}}
+        data = agentbox_frames.encode(msg)
+        self.assertTrue(data.endswith(b"\n") and data.count(b"\n") == 1)
+        self.assertEqual(agentbox_frames.decode(data), msg)
+        self.assertEqual(json.loads(data), msg)
+
+    def test_lone_surrogate_is_replaced(self):
+        self.assertEqual(agentbox_frames.encode({"t": "a\ud800"}), '{"t":"a?"}\n'.encode())
+
+    def test_decode_is_as_strict_as_json_loads(self):
+        self.assertEqual(agentbox_frames.decode(b' {"a": 1}\r\n'), {"a": 1})
+        for bad in (b"", b"{", b'{"a":1} {"b":2}', b'{"a":1} x', b"\xff{}", b"nope"):
+            with self.assertRaises(ValueError, msg=bad):
+                agentbox_frames.decode(bad)
 
 
 def _add_tests():
