@@ -171,6 +171,24 @@ type Config struct {
 	// LangGraph-Sandbox does) instead of leaving them for the code.
 	// ARTIFACT_MOVE, default false.
 	ArtifactMove bool
+	// DatasetsAPIURL is the URL template of the built-in dataset fetcher
+	// for API and HYBRID access: "{id}" is replaced by the dataset id,
+	// path-escaped. Empty means the embedding program supplies a fetcher.
+	// DATASETS_API_URL, default empty.
+	DatasetsAPIURL string
+	// DatasetsAPIToken is sent as a bearer token by the built-in fetcher.
+	// DATASETS_API_TOKEN, default empty.
+	DatasetsAPIToken string
+	// DatasetsAPITimeout bounds one dataset fetch. DATASETS_API_TIMEOUT_S,
+	// in whole seconds, default 300, at least 1.
+	DatasetsAPITimeout time.Duration
+	// DatasetMaxMB caps the size of one fetched dataset, in MiB.
+	// DATASET_MAX_MB, default 1024, at least 1.
+	DatasetMaxMB int
+	// ExportDir is the host directory exports are copied to.
+	// EXPORT_DIR, default ./exports; absolute after loading.
+	ExportDir string
+
 	// ArtifactFigures also stores the matplotlib figures a result returns
 	// as PNG artifacts, so a text-only agent gets a URL for its chart.
 	// ARTIFACT_FIGURES, default true.
@@ -208,6 +226,9 @@ func Default() Config {
 		ArtifactMaxFiles:     100,
 		ArtifactMaxSessionMB: 1024,
 		ArtifactFigures:      true,
+		DatasetsAPITimeout:   300 * time.Second,
+		DatasetMaxMB:         1024,
+		ExportDir:            "./exports",
 	}
 }
 
@@ -277,6 +298,7 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 		{"BLOBSTORE_DIR", &c.BlobstoreDir},
 		{"ARTIFACTS_DB", &c.ArtifactsDB},
 		{"DATASETS_HOST_RO", &c.DatasetsHostRO},
+		{"EXPORT_DIR", &c.ExportDir},
 	} {
 		if *p.path == "" {
 			continue
@@ -401,19 +423,20 @@ func (s spec) varError(value, want string) *VarError {
 }
 
 const (
-	wantBool    = "true or false"
-	wantStorage = "TMPFS or BIND"
-	wantAccess  = "NONE, LOCAL_RO, API or HYBRID"
-	wantCPUs    = "a number > 0 and ≤ 64"
-	wantImage   = `an image reference such as "agentbox-sandbox:latest" (lowercase repository, no spaces)`
-	wantNetwork = "none, bridge, host or a network name matching " + namePattern
-	wantRuntime = "an OCI runtime name such as runsc, matching " + namePattern
-	wantUser    = "a uid, uid:gid or user name"
-	wantNonRoot = "a non-root user, or SANDBOX_ALLOW_ROOT=true to run as root"
-	wantEnvList = "comma-separated variable names matching " + envNamePattern
-	wantAddr    = `host:port with a port from 0 to 65535, such as ":8000"`
-	wantURL     = "an absolute http or https URL with a host and no query, fragment or user info"
-	wantSecret  = "at least 32 characters"
+	wantBool     = "true or false"
+	wantStorage  = "TMPFS or BIND"
+	wantAccess   = "NONE, LOCAL_RO, API or HYBRID"
+	wantCPUs     = "a number > 0 and ≤ 64"
+	wantImage    = `an image reference such as "agentbox-sandbox:latest" (lowercase repository, no spaces)`
+	wantNetwork  = "none, bridge, host or a network name matching " + namePattern
+	wantRuntime  = "an OCI runtime name such as runsc, matching " + namePattern
+	wantUser     = "a uid, uid:gid or user name"
+	wantNonRoot  = "a non-root user, or SANDBOX_ALLOW_ROOT=true to run as root"
+	wantEnvList  = "comma-separated variable names matching " + envNamePattern
+	wantAddr     = `host:port with a port from 0 to 65535, such as ":8000"`
+	wantURL      = "an absolute http or https URL with a host and no query, fragment or user info"
+	wantTemplate = "an http or https URL containing {id}, such as https://data.example/datasets/{id}"
+	wantSecret   = "at least 32 characters"
 
 	namePattern    = `^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`
 	envNamePattern = `^[A-Za-z_][A-Za-z0-9_]*$`
@@ -666,6 +689,39 @@ func specs() []spec {
 			func(c *Config) *bool { return &c.ArtifactMove }),
 		boolSpec("ARTIFACT_FIGURES", "also store the matplotlib figures results return as PNG artifacts", true,
 			func(c *Config) *bool { return &c.ArtifactFigures }),
+
+		// Datasets fetched by id (API and HYBRID), and exports.
+		{
+			name: "DATASETS_API_URL", def: "",
+			help: "URL template of the built-in dataset fetcher, {id} replaced by the dataset id; empty: the program supplies a fetcher",
+			set:  func(c *Config, v string) bool { c.DatasetsAPIURL = v; return true },
+			get:  func(c Config) string { return c.DatasetsAPIURL },
+			check: func(c Config) string {
+				if c.DatasetsAPIURL == "" {
+					return ""
+				}
+				if !strings.Contains(c.DatasetsAPIURL, "{id}") {
+					return wantTemplate
+				}
+				p, err := url.Parse(strings.ReplaceAll(c.DatasetsAPIURL, "{id}", "x"))
+				if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+					return wantTemplate
+				}
+				return ""
+			},
+		},
+		{
+			name: "DATASETS_API_TOKEN", def: "", secret: true,
+			help: "bearer token the built-in dataset fetcher sends",
+			set:  func(c *Config, v string) bool { c.DatasetsAPIToken = v; return true },
+			get:  func(c Config) string { return c.DatasetsAPIToken },
+		},
+		durationSpec("DATASETS_API_TIMEOUT_S", "time one dataset fetch may take, in seconds",
+			300, 1, maxSeconds, "", func(c *Config) *time.Duration { return &c.DatasetsAPITimeout }),
+		intSpec("DATASET_MAX_MB", "largest dataset fetched, in MiB", 1024, 1, 1<<20,
+			func(c *Config) *int { return &c.DatasetMaxMB }),
+		pathSpec("EXPORT_DIR", "./exports", "host directory files exported from sessions are copied to",
+			func(c *Config) *string { return &c.ExportDir }),
 	}
 }
 

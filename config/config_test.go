@@ -116,6 +116,11 @@ func TestDefaults(t *testing.T) {
 		{"ARTIFACT_MAX_SESSION_MB", c.ArtifactMaxSessionMB, 1024},
 		{"ARTIFACT_MOVE", c.ArtifactMove, false},
 		{"ARTIFACT_FIGURES", c.ArtifactFigures, true},
+		{"DATASETS_API_URL", c.DatasetsAPIURL, ""},
+		{"DATASETS_API_TOKEN", c.DatasetsAPIToken, ""},
+		{"DATASETS_API_TIMEOUT_S", c.DatasetsAPITimeout, 300 * time.Second},
+		{"DATASET_MAX_MB", c.DatasetMaxMB, 1024},
+		{"EXPORT_DIR", filepath.Base(c.ExportDir), "exports"},
 	}
 	var names []string
 	for _, tt := range tests {
@@ -139,7 +144,7 @@ func TestDefaultIsRelativeAndValid(t *testing.T) {
 	if err := d.Validate(); err != nil {
 		t.Fatalf("Default().Validate(): %v", err)
 	}
-	for _, p := range []string{d.SessionsRoot, d.BlobstoreDir, d.ArtifactsDB} {
+	for _, p := range []string{d.SessionsRoot, d.BlobstoreDir, d.ArtifactsDB, d.ExportDir} {
 		if filepath.IsAbs(p) {
 			t.Errorf("Default() path %q is absolute; want it as written in example.env", p)
 		}
@@ -151,6 +156,7 @@ func TestDefaultIsRelativeAndValid(t *testing.T) {
 	d.SessionsRoot = mustAbs(t, d.SessionsRoot)
 	d.BlobstoreDir = mustAbs(t, d.BlobstoreDir)
 	d.ArtifactsDB = mustAbs(t, d.ArtifactsDB)
+	d.ExportDir = mustAbs(t, d.ExportDir)
 	if !reflect.DeepEqual(d, loaded) {
 		t.Errorf("FromLookup(nil) = %+v\nwant Default() with absolute paths = %+v", loaded, d)
 	}
@@ -338,6 +344,9 @@ func TestBadValues(t *testing.T) {
 		{"ARTIFACT_MAX_FILES", "-3", `ARTIFACT_MAX_FILES="-3": want an integer from 1 to 1048576`},
 		{"ARTIFACT_MAX_SESSION_MB", "lots", `ARTIFACT_MAX_SESSION_MB="lots": want an integer from 0 to 1073741824`},
 		{"ARTIFACT_MOVE", "maybe", `ARTIFACT_MOVE="maybe": want true or false`},
+		{"DATASETS_API_URL", "https://data.example/x", `DATASETS_API_URL="https://data.example/x": want an http or https URL containing {id}, such as https://data.example/datasets/{id}`},
+		{"DATASETS_API_URL", "ftp://h/{id}", `DATASETS_API_URL="ftp://h/{id}": want an http or https URL containing {id}, such as https://data.example/datasets/{id}`},
+		{"DATASET_MAX_MB", "0", `DATASET_MAX_MB="0": want an integer from 1 to 1048576`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+"="+tt.value, func(t *testing.T) {
@@ -758,6 +767,9 @@ func TestValidate(t *testing.T) {
 			`ARTIFACT_TOKEN_TTL_S="0": want an integer from 1 to 86400`,
 			`ARTIFACT_MAX_FILE_MB="0": want an integer from 1 to 1048576`,
 			`ARTIFACT_MAX_FILES="0": want an integer from 1 to 1048576`,
+			`DATASETS_API_TIMEOUT_S="0": want an integer ≥ 1`,
+			`DATASET_MAX_MB="0": want an integer from 1 to 1048576`,
+			`EXPORT_DIR="": want a path`,
 		}, "\n")},
 	}
 	for _, tt := range tests {
