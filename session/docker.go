@@ -201,6 +201,27 @@ func sameContainer(root, id string) bool {
 	return err == nil
 }
 
+// WriteFile writes r into a container at path (its folder created if
+// needed), as the container's user, through a temporary name so that code
+// never sees half a file.
+func (d dockerDriver) WriteFile(ctx context.Context, id, path string, r io.Reader) error {
+	script := `mkdir -p "$(dirname "$1")" && dd of="$1.part" bs=1M status=none && mv -f "$1.part" "$1"`
+	s, err := d.cli.Exec(ctx, id, "", []string{"sh", "-c", script, "sh", path})
+	if err != nil {
+		return classify(err)
+	}
+	defer s.Close()
+	if _, err := io.Copy(s, r); err != nil {
+		return fmt.Errorf("write %s in container %s: %w", path, shortID(id), err)
+	}
+	s.CloseWrite()
+	io.Copy(io.Discard, s)
+	if msg := s.Stderr(); msg != "" {
+		return fmt.Errorf("write %s in container %s: %s", path, shortID(id), strings.TrimSpace(msg))
+	}
+	return nil
+}
+
 // RemoveFile deletes one file in a container, as the container's user.
 func (d dockerDriver) RemoveFile(ctx context.Context, id, path string) error {
 	s, err := d.cli.Exec(ctx, id, "", []string{"rm", "-f", "--", path})
