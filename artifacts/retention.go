@@ -45,6 +45,23 @@ type Referencer interface {
 	Referenced(ctx context.Context, sha256 string) (bool, error)
 }
 
+// AnyOf is a Referencer for a blobstore shared by several indexes (the
+// artifact index and the dataset cache): a blob is referenced if any of
+// them names it.
+func AnyOf(refs ...Referencer) Referencer { return anyOf(refs) }
+
+type anyOf []Referencer
+
+func (a anyOf) Referenced(ctx context.Context, sha256 string) (bool, error) {
+	for _, r := range a {
+		ok, err := r.Referenced(ctx, sha256)
+		if err != nil || ok {
+			return ok, err
+		}
+	}
+	return false, nil
+}
+
 // GC removes the blobs no row of refs names and the temp files of Puts that
 // stopped more than Grace ago, and returns how many blobs it removed. It is
 // safe while Puts and Index.Adds run concurrently, in this process or

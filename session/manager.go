@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/datasets"
 	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/kernel"
 	sandboximage "github.com/agentbox/agentbox/sandbox-image"
@@ -44,6 +45,9 @@ type Manager struct {
 	closer      io.Closer // the default driver's client
 	store       *store.Store
 	art         artifactStore
+	fetcher     datasets.Fetcher
+	dsCache     *datasets.Cache
+	dsStatus    *datasets.Statuses
 	log         *slog.Logger
 	ns          string
 	image       Image
@@ -188,6 +192,7 @@ func NewManager(ctx context.Context, cfg config.Config, opts ...Option) (*Manage
 	if err := m.openArtifacts(); err != nil {
 		return fail(fmt.Errorf("open artifacts: %w", err))
 	}
+	m.openDatasets()
 	m.bg, m.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	m.pool = newPool(m, cfg.PoolSize)
 	m.wg.Add(1)
@@ -258,6 +263,7 @@ func (m *Manager) Close(ctx context.Context) error {
 		m.closeIdle(e)
 	}
 	errs = append(errs, m.pool.drain(context.WithoutCancel(ctx)))
+	errs = append(errs, m.dsCache.Close())
 	errs = append(errs, m.store.Close())
 	if m.closer != nil {
 		errs = append(errs, m.closer.Close())

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentbox/agentbox/artifacts"
 	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/datasets"
 	"github.com/agentbox/agentbox/internal/store"
 )
 
@@ -60,7 +61,10 @@ func gc(ctx context.Context, cfg config.Config, args []string, stdout, stderr io
 	}
 	blobs := artifacts.NewBlobstore(cfg.BlobstoreDir)
 	blobs.Grace = *grace
-	n, err := blobs.GC(ctx, index)
+	// The dataset cache keeps its blobs in the same store.
+	cache := datasets.NewCache(blobs, db)
+	defer cache.Close()
+	n, err := blobs.GC(ctx, artifacts.AnyOf(index, cache))
 	// GC goes on past a bad blob, so what it removed is worth saying
 	// even when it reports errors.
 	fmt.Fprintf(stdout, "removed %d unreferenced blobs from %s\n", n, cfg.BlobstoreDir)
