@@ -1,9 +1,14 @@
 package session_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/hex"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,10 +17,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parquet-go/parquet-go"
+
 	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/internal/dockertest"
 	"github.com/agentbox/agentbox/internal/imagesetup"
 	"github.com/agentbox/agentbox/kernel"
+	"github.com/agentbox/agentbox/session"
 )
 
 type samples []time.Duration
@@ -282,4 +290,78 @@ for i in range(%d):
 		b.ReportMetric(float64(sum.pct(0.5).Microseconds())/1000, c.name+"-sha256sum-ms")
 		b.ReportMetric(float64(extra)/float64(sum.pct(0.5)), c.name+"/sha256sum")
 	}
+}
+
+// BenchmarkDatasetStage stages a 100 MiB Parquet file from an API source
+// into a session (fetch, cache, copy), then into a second session from the
+// cache, against the floor: the same bytes copied into the same container
+// through the engine (docker exec stdin), in the same run.
+func BenchmarkDatasetStage(b *testing.B) {
+	type row struct {
+		ID      int64  `parquet:"id"`
+		Payload string `parquet:"payload"`
+	}
+	rows := make([]row, 0, 1<<20)
+	buf := make([]byte, 48)
+	for i := 0; len(rows) < cap(rows); i++ {
+		rand.Read(buf)
+		rows = append(rows, row{int64(i), hex.EncodeToString(buf)})
+	}
+	var data bytes.Buffer
+	if err := parquet.Write(&data, rows, parquet.Compression(&parquet.Uncompressed)); err != nil {
+		b.Fatal(err)
+	}
+	payload := data.Bytes()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write(payload) }))
+	defer srv.Close()
+	m := newManager(b, func(c *config.Config) {
+		c.DatasetAccess = config.AccessAPI
+		c.DatasetsAPIURL = srv.URL + "/{id}"
+		c.TmpfsSizeMB = 1024
+		c.MemoryMB = 2048
+	})
+	d, closer, err := session.NewDockerDriver()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer closer.Close()
+	w := d.(interface {
+		WriteFile(ctx context.Context, id, path string, r io.Reader) error
+	})
+	ctx := context.Background()
+	var floor, fetch, hit samples
+	for i := 0; i < 3; i++ {
+		key := fmt.Sprintf("stage-%d", i)
+		info, err := m.Start(ctx, key)
+		if err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		if err := w.WriteFile(ctx, info.ContainerID, "/session/floor.bin", bytes.NewReader(payload)); err != nil {
+			b.Fatal(err)
+		}
+		floor = append(floor, time.Since(start))
+		id := fmt.Sprintf("big-%d.parquet", i)
+		start = time.Now()
+		sel, err := m.SelectDataset(ctx, key, id)
+		if err != nil || sel.Status != "LOADED" || !sel.Fetched {
+			b.Fatalf("%+v %v", sel, err)
+		}
+		fetch = append(fetch, time.Since(start))
+		if _, err := m.Start(ctx, key+"-again"); err != nil {
+			b.Fatal(err)
+		}
+		start = time.Now()
+		sel, err = m.SelectDataset(ctx, key+"-again", id)
+		if err != nil || sel.Status != "LOADED" || sel.Fetched {
+			b.Fatalf("cache hit: %+v %v", sel, err)
+		}
+		hit = append(hit, time.Since(start))
+		m.Stop(ctx, key)
+		m.Stop(ctx, key+"-again")
+	}
+	b.ReportMetric(float64(len(payload))/(1<<20), "MiB")
+	report(b, "floor", floor, nil)
+	report(b, "fetch+stage", fetch, floor)
+	report(b, "cachehit", hit, floor)
 }

@@ -216,3 +216,38 @@ func TestExport(t *testing.T) {
 		}
 	}
 }
+
+func TestDatasetsHybridAndNone(t *testing.T) {
+	t.Parallel()
+	srv, _ := datasetAPI(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "local.parquet"), parquetBytes(t), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := newManager(t, func(c *config.Config) {
+		c.DatasetAccess = config.AccessHybrid
+		c.DatasetsHostRO = dir
+		c.DatasetsAPIURL = srv.URL + "/d/{id}"
+	})
+	ctx := context.Background()
+	if sel, err := m.SelectDataset(ctx, "h", "sales.parquet"); err != nil || sel.Status != datasets.StatusLoaded {
+		t.Fatalf("select: %+v %v", sel, err)
+	}
+	res := mustExec(t, m, "h", "import pandas as pd\nprint(len(pd.read_parquet('/data/local.parquet')) + len(pd.read_parquet('/session/data/sales.parquet')))")
+	if strings.TrimSpace(res.Stdout) != "6" {
+		t.Fatalf("hybrid read: %q %+v", res.Stdout, res.Error)
+	}
+	l, err := m.Datasets(ctx, "h")
+	if err != nil || len(l.Files) != 2 || l.Files[0].Source != "local" || l.Files[1].Source != "api" {
+		t.Fatalf("hybrid listing: %+v %v", l.Files, err)
+	}
+
+	none := newManager(t, nil)
+	l, err = none.Datasets(ctx, "h")
+	if err != nil || len(l.Files) != 0 || !strings.Contains(l.Message, "no datasets") {
+		t.Fatalf("NONE listing: %+v %v", l, err)
+	}
+	if _, err := none.SelectDataset(ctx, "h", "sales.parquet"); !errors.Is(err, session.ErrNoDatasetSource) {
+		t.Fatalf("select with NONE: %v", err)
+	}
+}
