@@ -61,6 +61,9 @@ func skippable(line []byte) bool {
 
 // decodeFrame parses one frame.
 func decodeFrame(line []byte) (frame, error) {
+	if fr, ok := decodeStream(line); ok {
+		return fr, nil
+	}
 	var fr frame
 	if err := json.Unmarshal(line, &fr); err != nil {
 		return frame{}, fmt.Errorf("%w: bad frame %.80q: %v", ErrProtocol, line, err)
