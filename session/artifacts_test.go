@@ -68,6 +68,11 @@ type streamOnly struct{ session.Driver }
 type filesDriver interface {
 	ReadFiles(ctx context.Context, id, dir string, names []string, fn func(name string, r io.Reader) error) error
 	RemoveFile(ctx context.Context, id, path string) error
+	WriteFile(ctx context.Context, id, path string, r io.Reader) error
+}
+
+func (d streamOnly) WriteFile(ctx context.Context, id, path string, r io.Reader) error {
+	return d.Driver.(filesDriver).WriteFile(ctx, id, path, r)
 }
 
 func (d streamOnly) ReadFiles(ctx context.Context, id, dir string, names []string, fn func(name string, r io.Reader) error) error {

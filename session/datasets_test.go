@@ -251,3 +251,37 @@ func TestDatasetsHybridAndNone(t *testing.T) {
 		t.Fatalf("select with NONE: %v", err)
 	}
 }
+
+// TestDatasetStagedThroughTheEngine stages and exports with the files going
+// through the engine's exec streams (as with a remote engine), not through
+// /proc on this host.
+func TestDatasetStagedThroughTheEngine(t *testing.T) {
+	t.Parallel()
+	srv, _ := datasetAPI(t)
+	cfg := testConfig(t, func(c *config.Config) {
+		c.DatasetAccess = config.AccessAPI
+		c.DatasetsAPIURL = srv.URL + "/d/{id}"
+	})
+	cfg.ExportDir = filepath.Join(t.TempDir(), "exports")
+	d, closer, err := session.NewDockerDriver()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closer.Close() })
+	m := managerFor(t, cfg, namespace(), session.WithDriver(streamOnly{d}))
+	ctx := context.Background()
+	if sel, err := m.SelectDataset(ctx, "r", "sales.parquet"); err != nil || sel.Status != datasets.StatusLoaded {
+		t.Fatalf("select: %+v %v", sel, err)
+	}
+	res := mustExec(t, m, "r", "import pandas as pd\nprint(len(pd.read_parquet('/session/data/sales.parquet')))")
+	if strings.TrimSpace(res.Stdout) != "3" {
+		t.Fatalf("pandas: %q %+v", res.Stdout, res.Error)
+	}
+	ex, err := m.Export(ctx, "r", "/session/data/sales.parquet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, err := os.ReadFile(ex.HostPath); err != nil || !bytes.Equal(data, parquetBytes(t)) {
+		t.Fatalf("export through the engine: %d bytes, %v", len(data), err)
+	}
+}
