@@ -12,6 +12,7 @@ Standard library only.
 """
 
 import json
+import re
 
 
 def _text_encoder():
@@ -35,9 +36,33 @@ _encode_text = _text_encoder()
 _decoder = json.JSONDecoder()
 
 
+# Control characters other than the three escaped below by hand.
+_RARE_CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+_BIG_TEXT = 8192
+
+
+def _encode_stream(msg):
+    """A large stream frame with the text escaped by bytes.replace, about
+    twice as fast as the JSON encoder on a megabyte of output; None when
+    the text holds a control character this does not handle. The key order
+    is the one the Go client's fast path expects."""
+    b = msg["text"].encode("utf-8", "replace")
+    for raw, esc in ((b"\\", b"\\\\"), (b'"', b'\\"'), (b"\n", b"\\n"), (b"\r", b"\\r"), (b"\t", b"\\t")):
+        if raw in b:
+            b = b.replace(raw, esc)
+    if _RARE_CONTROL.search(b):
+        return None
+    head = _encode_text({"type": "stream", "id": msg["id"], "name": msg["name"]})
+    return head[:-1].encode("utf-8", "replace") + b',"text":"' + b + b'"}\n'
+
+
 def encode(msg):
     """The frame of msg (a dict without cycles), newline included. Text that
     is not valid Unicode (lone surrogates) is replaced, never an error."""
+    if msg.get("type") == "stream" and len(msg) == 4 and len(msg.get("text", "")) > _BIG_TEXT:
+        frame = _encode_stream(msg)
+        if frame is not None:
+            return frame
     return _encode_text(msg).encode("utf-8", "replace") + b"\n"
 
 

@@ -193,6 +193,15 @@ class FramesTest(unittest.TestCase):
         self.assertEqual(agentbox_frames.decode(data), msg)
         self.assertEqual(json.loads(data), msg)
 
+    def test_big_stream_frames_match_json(self):
+        # Large stream frames take a bytes.replace path; they must be the
+        # very bytes json gives (the Go client's fast path relies on it).
+        texts = ["x" * 9000, 'a\\b"c\n\r\t é 🔑 \u2028' * 1000, "\x01" + "y" * 9000, "z" * 9000 + "\ud800", "\x1f" * 9000]
+        for text in texts:
+            msg = {"type": "stream", "id": 'i"d', "name": "stdout", "text": text}
+            want = json.dumps(msg, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "replace") + b"\n"
+            self.assertEqual(agentbox_frames.encode(msg), want, text[:20])
+
     def test_lone_surrogate_is_replaced(self):
         self.assertEqual(agentbox_frames.encode({"t": "a\ud800"}), '{"t":"a?"}\n'.encode())
 
