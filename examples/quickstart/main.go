@@ -1,30 +1,50 @@
-// Command quickstart is the smallest real use of agentbox: it makes sure the
-// sandbox image exists, opens a session manager, runs a few cells in one
-// session (state carries over between them, output streams as it is
-// written), shows what the session holds, and stops it. `make demo` runs it.
+// Command quickstart uses agentbox the way an agent backend does: it makes
+// sure the sandbox image exists, opens a session manager with an in-process
+// dataset source, stages a small Parquet dataset into a session, runs a few
+// steps whose state carries over (load, statistics, a fit, a chart), serves
+// the chart the code saved under /session/artifacts through a signed URL,
+// downloads it once through that URL, and cleans up. `make demo` runs it.
 package main
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/agentbox/agentbox/artifacts"
 	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/datasets"
 	"github.com/agentbox/agentbox/internal/docker"
 	"github.com/agentbox/agentbox/internal/imagesetup"
+	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/kernel"
 	"github.com/agentbox/agentbox/session"
 )
 
-var cells = []string{
-	"print(1 + 1)",
-	"import pandas as pd\ndf = pd.DataFrame({'x': range(10), 'y': [v * v for v in range(10)]})\nprint('rows:', len(df))",
-	"df['y'].mean()",
-	"import numpy as np\nslope, intercept = np.polyfit(df['x'], df['y'], 1)\nprint(f'y = {slope:.2f} x + {intercept:.2f}')",
-	"1 / 0",
+// steps are what an agent would send, one tool call each.
+var steps = []string{
+	"import pandas as pd\ndf = pd.read_parquet('/session/data/measurements.parquet')\nprint(df.shape)\ndf.head(3)",
+	"df.describe().loc[['mean', 'std', 'min', 'max']].round(2)",
+	"import numpy as np\nslope, intercept = np.polyfit(df['x'], df['y'], 1)\nprint(f'y ≈ {slope:.2f}·x + {intercept:.2f}')",
+	"import os, matplotlib.pyplot as plt\nos.makedirs('/session/artifacts', exist_ok=True)\nfig, ax = plt.subplots(figsize=(6, 4))\nax.scatter(df['x'], df['y'], s=8, label='measurements')\nax.plot(df['x'], slope * df['x'] + intercept, color='red', label='fit')\nax.legend()\nfig.savefig('/session/artifacts/fit.png', dpi=100)\nplt.close(fig)\nprint('chart saved')",
+}
+
+type measurement struct {
+	X float64 `parquet:"x"`
+	Y float64 `parquet:"y"`
 }
 
 func main() {
@@ -37,6 +57,7 @@ func main() {
 }
 
 func run(ctx context.Context) error {
+	start := time.Now()
 	cfg, err := config.Load()
 	if err != nil {
 		return err
@@ -44,29 +65,77 @@ func run(ctx context.Context) error {
 	if err := ensureImage(ctx, cfg); err != nil {
 		return err
 	}
-	mgr, err := session.NewManager(ctx, cfg)
+	// The demo keeps its database, blobs and exports in a folder of its own
+	// and removes it at the end.
+	dir, err := os.MkdirTemp("", "agentbox-quickstart-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	cfg.ArtifactsDB = filepath.Join(dir, "artifacts.db")
+	cfg.BlobstoreDir = filepath.Join(dir, "blobstore")
+	cfg.SessionsRoot = filepath.Join(dir, "sessions")
+	cfg.ExportDir = filepath.Join(dir, "exports")
+	cfg.DatasetAccess = config.AccessAPI
+
+	// Serve downloads the way artifact-server does, on a loopback port.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	cfg.ArtifactPublicURL = "http://" + ln.Addr().String()
+	srv, err := artifactServer(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	go srv.Serve(ln)
+	defer srv.Close()
+
+	data, err := makeDataset()
+	if err != nil {
+		return err
+	}
+	fetch := datasets.BytesFetcher(func(ctx context.Context, id string) ([]byte, error) {
+		if id != "measurements.parquet" {
+			return nil, fmt.Errorf("%w: %s", datasets.ErrNotFound, id)
+		}
+		return data, nil
+	})
+	mgr, err := session.NewManager(ctx, cfg, session.WithFetcher(fetch), session.WithNamespace("quickstart"))
 	if err != nil {
 		return err
 	}
 	defer mgr.Close(context.WithoutCancel(ctx))
 
 	const key = "quickstart"
-	start := time.Now()
+	t := time.Now()
 	info, err := mgr.Start(ctx, key)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("session %q in container %s, ready in %s (no network, read-only root, user %s)\n\n",
-		key, info.ContainerID[:12], time.Since(start).Round(time.Millisecond), cfg.User)
 	defer func() {
-		if err := mgr.Stop(context.WithoutCancel(ctx), key); err != nil {
-			fmt.Fprintf(os.Stderr, "quickstart: %v\n", err)
-			return
+		if err := mgr.Stop(context.WithoutCancel(ctx), key); err == nil {
+			fmt.Println("session stopped, demo files removed")
 		}
-		fmt.Println("session stopped")
 	}()
+	fmt.Printf("session %q ready in %s: container %s, no network, read-only root, user %s\n",
+		key, time.Since(t).Round(time.Millisecond), info.ContainerID[:12], cfg.User)
 
-	for _, code := range cells {
+	sel, err := mgr.SelectDataset(ctx, key, "measurements.parquet")
+	if err != nil {
+		return err
+	}
+	if sel.Status != datasets.StatusLoaded {
+		return fmt.Errorf("dataset %s: %s", sel.Status, sel.Reason)
+	}
+	list, err := mgr.Datasets(ctx, key)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("dataset staged at %s\n    %s\n\n", sel.Path, list.Files[0].Summary())
+
+	var chart session.Artifact
+	for _, code := range steps {
 		fmt.Printf(">>> %s\n", strings.ReplaceAll(code, "\n", "\n... "))
 		res, err := mgr.Exec(ctx, key, code, session.OnEvent(func(e kernel.Event) {
 			if e.Type == kernel.EventStream {
@@ -82,27 +151,76 @@ func run(ctx context.Context) error {
 			}
 		}
 		if res.Error != nil {
-			fmt.Printf("%s: %s\n", res.Error.Name, res.Error.Value)
+			return fmt.Errorf("step failed: %s: %s", res.Error.Name, res.Error.Value)
+		}
+		for _, a := range res.Artifacts {
+			fmt.Printf("artifact %s (%d bytes, %s)\n    %s\n", a.Name, a.Size, a.MIME, a.URL)
+			if a.Name == "fit.png" {
+				chart = a
+			}
 		}
 		fmt.Printf("    (%s)\n\n", res.Duration.Round(10*time.Microsecond))
 	}
+	if chart.URL == "" {
+		return fmt.Errorf("the chart was not ingested as an artifact")
+	}
+	if err := checkDownload(ctx, chart); err != nil {
+		return err
+	}
+	fmt.Printf("downloaded %s through its signed URL: %d bytes, sha256 matches\n", chart.Name, chart.Size)
+	fmt.Printf("done in %s\n", time.Since(start).Round(time.Millisecond))
+	return nil
+}
 
-	st, err := mgr.Inspect(ctx, key)
+// makeDataset writes 200 noisy points on a line as Parquet.
+func makeDataset() ([]byte, error) {
+	rows := make([]measurement, 200)
+	for i := range rows {
+		x := float64(i) / 10
+		rows[i] = measurement{X: x, Y: 3*x + 2 + 4*math.Sin(float64(i)*1.7)}
+	}
+	var buf bytes.Buffer
+	err := parquet.Write(&buf, rows)
+	return buf.Bytes(), err
+}
+
+// artifactServer is the download handler over the demo's database.
+func artifactServer(ctx context.Context, cfg config.Config) (*http.Server, error) {
+	st, err := store.Open(ctx, cfg.ArtifactsDB)
+	if err != nil {
+		return nil, err
+	}
+	secret, err := artifacts.LoadOrCreateSecret(artifacts.SecretPath(cfg.ArtifactsDB))
+	if err != nil {
+		return nil, err
+	}
+	signer, err := artifacts.NewSigner(artifacts.Keys{Current: artifacts.Key{Secret: secret}}, cfg.TokenTTL)
+	if err != nil {
+		return nil, err
+	}
+	h := artifacts.NewHandler(artifacts.NewIndex(st), artifacts.NewBlobstore(cfg.BlobstoreDir), signer)
+	return &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}, nil
+}
+
+// checkDownload fetches an artifact through its URL and checks its bytes.
+func checkDownload(ctx context.Context, a session.Artifact) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.URL, nil)
 	if err != nil {
 		return err
 	}
-	fmt.Println("the session holds:")
-	for _, v := range st.Variables {
-		desc, _, _ := strings.Cut(v.Repr, "\n")
-		if len(v.Shape) > 0 {
-			desc = fmt.Sprintf("shape %v", v.Shape)
-		}
-		fmt.Printf("    %-10s %-28s %s\n", v.Name, v.Type, desc)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
 	}
-	for _, mod := range st.Modules {
-		fmt.Printf("    %-10s %-28s %s\n", mod.Name, "module", mod.Module)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
 	}
-	fmt.Println()
+	sum := sha256.Sum256(body)
+	if resp.StatusCode != http.StatusOK || hex.EncodeToString(sum[:]) != a.SHA256 {
+		return fmt.Errorf("download %s: %s, %d bytes, sha256 %x", a.URL, resp.Status, len(body), sum[:6])
+	}
 	return nil
 }
 
