@@ -131,6 +131,9 @@ open('/session/artifacts/sub dir/naïve "name".txt', 'w').write('hello')`)
 			if res := mustExec(t, m, "a", "x = 1"); len(res.Artifacts) != 0 {
 				t.Fatalf("unchanged files ingested again: %+v", res.Artifacts)
 			}
+			if list, err := m.Artifacts(context.Background(), "a"); err != nil || len(list) != 2 || list[0].URL == "" {
+				t.Fatalf("Artifacts: %+v %v", list, err)
+			}
 			res = mustExec(t, m, "a", "open('/session/artifacts/report.csv', 'a').write('3,4\\n')")
 			if len(res.Artifacts) != 1 || res.Artifacts[0].Name != "report.csv" || res.Artifacts[0].Size != 12 {
 				t.Fatalf("changed file: %+v", res.Artifacts)

@@ -415,3 +415,24 @@ func (h *headBuffer) Write(p []byte) (int, error) {
 }
 
 func (h *headBuffer) Bytes() []byte { return h.buf }
+
+// Artifacts lists the artifacts the session of key has made, newest first,
+// each with a fresh download URL. The session need not be running.
+func (m *Manager) Artifacts(ctx context.Context, key string) ([]Artifact, error) {
+	if err := m.begin(); err != nil {
+		return nil, err
+	}
+	defer m.calls.Done()
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	list, err := m.art.index.BySession(ctx, m.ns, ID(key))
+	if err != nil {
+		return nil, &Error{Op: "list artifacts", Key: key, Err: err}
+	}
+	out := make([]Artifact, 0, len(list))
+	for _, a := range list {
+		out = append(out, m.describe(a))
+	}
+	return out, nil
+}
