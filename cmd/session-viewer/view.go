@@ -1,0 +1,538 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/agentbox/agentbox/artifacts"
+	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/datasets"
+	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/kernel"
+	"github.com/agentbox/agentbox/session"
+)
+
+// view is everything shown about one session; --json prints it as is.
+type view struct {
+	Source      string         `json:"source"` // "database" or "folder"
+	Dir         string         `json:"dir,omitempty"`
+	Session     sessionView    `json:"session"`
+	Executions  []execView     `json:"executions"`
+	Shown       int            `json:"shown"` // len(Executions)
+	State       *kernel.State  `json:"python_state,omitempty"`
+	StateSource string         `json:"python_state_source,omitempty"` // "live" or "python_state.json"
+	Datasets    []datasetView  `json:"datasets"`
+	Artifacts   []artifactView `json:"artifacts,omitempty"`
+	Warnings    []string       `json:"warnings,omitempty"`
+	live        *session.Info  // the container, when the engine saw it
+	logOff      int64          // --dir: the end of session.log as read
+}
+
+type sessionView struct {
+	Key            string            `json:"key"`
+	ID             string            `json:"id"`
+	Namespace      string            `json:"namespace,omitempty"`
+	Container      string            `json:"container"`
+	Image          string            `json:"image"`
+	State          string            `json:"state"` // the container's, "stopped (reason)", or "unknown"
+	Storage        string            `json:"storage,omitempty"`
+	Limits         map[string]string `json:"limits"`
+	Created        time.Time         `json:"created"`
+	LastUsed       time.Time         `json:"last_used"`
+	Stopped        *time.Time        `json:"stopped,omitempty"`
+	StopReason     string            `json:"stop_reason,omitempty"`
+	ExecutionCount int               `json:"execution_count"`
+	MemoryBytes    int64             `json:"memory_bytes,omitempty"`
+}
+
+type execView struct {
+	Seq            int64              `json:"seq,omitempty"`
+	ID             string             `json:"id"`
+	ExecutionCount int                `json:"execution_count"`
+	Started        time.Time          `json:"started"`
+	DurationMS     float64            `json:"duration_ms"`
+	Code           string             `json:"code"`
+	Stdout         string             `json:"stdout"`
+	Stderr         string             `json:"stderr"`
+	Error          *kernel.Exception  `json:"error"`
+	TimedOut       bool               `json:"timed_out,omitempty"`
+	Interrupted    bool               `json:"interrupted,omitempty"`
+	StateLost      bool               `json:"state_lost,omitempty"`
+	Replayed       bool               `json:"replayed,omitempty"`
+	Artifacts      []session.Artifact `json:"artifacts"`
+}
+
+type datasetView struct {
+	ID      string    `json:"id"`
+	Name    string    `json:"name"`
+	Status  string    `json:"status"`
+	Reason  string    `json:"reason,omitempty"`
+	Size    int64     `json:"size"`
+	Updated time.Time `json:"updated"`
+}
+
+type artifactView struct {
+	ID      string     `json:"id"`
+	Name    string     `json:"name"`
+	Size    int64      `json:"size"`
+	MIME    string     `json:"mime"`
+	SHA256  string     `json:"sha256"`
+	Created *time.Time `json:"created,omitempty"`
+	URL     string     `json:"url,omitempty"`
+	Expires *time.Time `json:"url_expires,omitempty"`
+}
+
+// ---- --dir: a BIND session folder ----
+
+func viewDir(ctx context.Context, o options, out *printer, stderr io.Writer) int {
+	v, err := readDir(o.dir, o)
+	if err != nil {
+		fmt.Fprintf(stderr, "session-viewer: %s\n", oneLine(err))
+		if errors.Is(err, fs.ErrNotExist) {
+			return exitNotFound
+		}
+		return exitSystem
+	}
+	if code := out.view(v, o); code != exitOK || !o.follow {
+		return code
+	}
+	return followDir(ctx, o.dir, v.logOff, o, out, stderr)
+}
+
+// readDir reads the session folder dir.
+func readDir(dir string, o options) (*view, error) {
+	var md session.Metadata
+	if err := readJSON(filepath.Join(dir, session.MetadataFile), &md); err != nil {
+		return nil, err
+	}
+	v := &view{Source: "folder", Dir: dir, Session: sessionView{
+		Key: md.Key, ID: md.ID, Container: md.Container, Image: md.Image, State: "unknown",
+		Storage: string(config.StorageBind), Limits: md.Limits, Created: md.Created, LastUsed: md.LastUsed,
+		ExecutionCount: md.ExecutionCount,
+	}}
+	entries, off, err := readLog(filepath.Join(dir, session.LogFile), 0)
+	v.logOff = off
+	all := entries
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		v.warn("%s: %v", session.LogFile, err)
+	}
+	if o.limit > 0 && len(entries) > o.limit {
+		entries = entries[len(entries)-o.limit:]
+	}
+	for _, e := range entries {
+		v.Executions = append(v.Executions, fromLog(e))
+	}
+	v.Shown = len(v.Executions)
+	if !o.noState {
+		var st kernel.State
+		if err := readJSON(filepath.Join(dir, session.StateFile), &st); err == nil {
+			v.State, v.StateSource = &st, session.StateFile
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			v.warn("%v", err)
+		}
+	}
+	var recs []datasets.Record
+	if err := readJSON(filepath.Join(dir, session.DatasetsFile), &recs); err == nil {
+		v.setDatasets(recs)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		v.warn("%v", err)
+	}
+	if !o.noArtifacts {
+		// No database here: the artifacts the log recorded, with the URLs
+		// signed then (they may have expired).
+		for _, e := range all {
+			for _, a := range e.Artifacts {
+				v.Artifacts = append(v.Artifacts, artifactView{ID: a.ID, Name: a.Name, Size: a.Size, MIME: a.MIME, SHA256: a.SHA256, URL: a.URL})
+			}
+		}
+	}
+	return v, nil
+}
+
+// readLog reads session.log from byte offset off, returning its whole
+// lines and the offset after the last one.
+func readLog(path string, off int64) ([]session.LogEntry, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, off, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(off, io.SeekStart); err != nil {
+		return nil, off, err
+	}
+	r := bufio.NewReader(f)
+	var out []session.LogEntry
+	for {
+		line, err := r.ReadBytes('\n')
+		if err != nil {
+			break // EOF, or half a line still being written
+		}
+		off += int64(len(line))
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var e session.LogEntry
+		if err := json.Unmarshal(line, &e); err != nil {
+			return out, off, fmt.Errorf("bad line at byte %d: %w", off-int64(len(line)), err)
+		}
+		out = append(out, e)
+	}
+	return out, off, nil
+}
+
+func fromLog(e session.LogEntry) execView {
+	return execView{ID: e.ID, ExecutionCount: e.ExecutionCount, Started: e.Time, DurationMS: e.DurationMS,
+		Code: e.Code, Stdout: e.Stdout, Stderr: e.Stderr, Error: e.Error, TimedOut: e.TimedOut,
+		StateLost: e.StateLost, Artifacts: nonNil(e.Artifacts)}
+}
+
+// followDir prints the lines appended to session.log after offset off.
+func followDir(ctx context.Context, dir string, off int64, o options, out *printer, stderr io.Writer) int {
+	path := filepath.Join(dir, session.LogFile)
+	t := time.NewTicker(pollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return exitOK
+		case <-t.C:
+		}
+		entries, next, err := readLog(path, off)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			fmt.Fprintf(stderr, "session-viewer: %s: %v\n", session.LogFile, err)
+		}
+		off = next
+		for _, e := range entries {
+			out.followed(fromLog(e), o)
+		}
+	}
+}
+
+// ---- KEY: the history database, plus the engine ----
+
+func viewKey(ctx context.Context, cfg config.Config, ns string, o options, out *printer, stderr io.Writer) int {
+	st, code := openStore(ctx, cfg, stderr)
+	if st == nil {
+		if code == exitOK {
+			fmt.Fprintf(stderr, "session-viewer: no such session %q (no history database at %s)\n", o.key, cfg.ArtifactsDB)
+			return exitNotFound
+		}
+		return code
+	}
+	defer st.Close()
+	rec, err := st.Session(ctx, ns, session.ID(o.key))
+	if errors.Is(err, store.ErrNotFound) {
+		rec, err = st.Session(ctx, ns, o.key) // a session id, as the list shows
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		fmt.Fprintf(stderr, "session-viewer: no such session %q in namespace %q\n", o.key, ns)
+		return exitNotFound
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "session-viewer: %s\n", oneLine(err))
+		return exitSystem
+	}
+	v := &view{Source: "database", Session: sessionView{
+		Key: rec.Key, ID: rec.ID, Namespace: ns, Container: rec.ContainerID, Image: rec.Image,
+		Storage: rec.Storage, Limits: rec.Limits, Created: rec.Created, LastUsed: rec.LastUsed,
+		ExecutionCount: rec.ExecutionCount, StopReason: rec.StopReason,
+	}}
+	if !rec.Stopped.IsZero() {
+		t := rec.Stopped
+		v.Session.Stopped = &t
+	}
+	dir := filepath.Join(cfg.SessionsRoot, rec.ID)
+
+	m, engineErr := openManager(ctx, cfg, ns)
+	if m != nil {
+		defer closeManager(ctx, m, stderr)
+		list, err := m.List(ctx)
+		if err != nil {
+			engineErr = err
+		}
+		for i := range list {
+			if list[i].ID == rec.ID {
+				v.live = &list[i]
+			}
+		}
+	}
+	switch {
+	case v.live != nil:
+		v.Session.State = v.live.State
+		v.Session.Container = v.live.ContainerID
+		v.Session.MemoryBytes = v.live.MemoryBytes
+		if v.live.LastUsed.After(v.Session.LastUsed) {
+			v.Session.LastUsed = v.live.LastUsed
+		}
+	case v.Session.Stopped != nil:
+		v.Session.State = "stopped"
+	case engineErr != nil:
+		v.Session.State = "unknown"
+		v.warn("engine: %s", oneLine(engineErr))
+	default:
+		v.Session.State = "gone" // recorded as running, but no container
+	}
+
+	execs, err := st.Executions(ctx, ns, rec.ID, o.limit)
+	if err != nil {
+		fmt.Fprintf(stderr, "session-viewer: %s\n", oneLine(err))
+		return exitSystem
+	}
+	for _, e := range execs {
+		v.Executions = append(v.Executions, fromStore(e))
+	}
+	v.Shown = len(v.Executions)
+
+	code = exitOK
+	if !o.noState {
+		if v.live != nil && v.live.State == "running" {
+			ictx, cancel := context.WithTimeout(ctx, engineTimeout)
+			s, err := m.Inspect(ictx, rec.Key)
+			cancel()
+			if err == nil {
+				v.State, v.StateSource = s, "live"
+			} else {
+				v.warn("python state: %s", oneLine(err))
+			}
+		}
+		if v.State == nil {
+			var s kernel.State
+			if err := readJSON(filepath.Join(dir, session.StateFile), &s); err == nil {
+				v.State, v.StateSource = &s, session.StateFile
+			} else if v.live != nil && v.live.State == "running" {
+				code = exitSystem // running, yet its state could not be read
+			}
+		}
+	}
+	recs, err := datasets.NewStatuses(st).List(ctx, ns, rec.ID)
+	if err != nil {
+		v.warn("datasets: %s", oneLine(err))
+	}
+	v.setDatasets(recs)
+	if !o.noArtifacts {
+		v.Artifacts = signedArtifacts(ctx, st, cfg, ns, rec.ID, v)
+	}
+	if c := out.view(v, o); c != exitOK {
+		return c
+	}
+	if o.follow {
+		var last int64
+		if n := len(execs); n > 0 {
+			last = execs[n-1].Seq
+		} else if all, err := st.Executions(ctx, ns, rec.ID, 1); err == nil && len(all) > 0 {
+			last = all[0].Seq
+		}
+		return followStore(ctx, st, ns, rec.ID, last, o, out, stderr)
+	}
+	return code
+}
+
+func followStore(ctx context.Context, st *store.Store, ns, id string, last int64, o options, out *printer, stderr io.Writer) int {
+	t := time.NewTicker(pollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return exitOK
+		case <-t.C:
+		}
+		execs, err := st.Executions(ctx, ns, id, 100)
+		if err != nil {
+			if ctx.Err() != nil {
+				return exitOK
+			}
+			fmt.Fprintf(stderr, "session-viewer: %s\n", oneLine(err))
+			continue
+		}
+		for _, e := range execs {
+			if e.Seq > last {
+				out.followed(fromStore(e), o)
+				last = e.Seq
+			}
+		}
+	}
+}
+
+func fromStore(e store.Execution) execView {
+	var arts []session.Artifact
+	if len(e.Artifacts) > 0 {
+		_ = json.Unmarshal(e.Artifacts, &arts)
+	}
+	return execView{Seq: e.Seq, ID: e.ExecID, ExecutionCount: e.ExecutionCount, Started: e.Started,
+		DurationMS: float64(e.Duration.Microseconds()) / 1000, Code: e.Code, Stdout: e.Stdout, Stderr: e.Stderr,
+		Error: e.Error, TimedOut: e.TimedOut, Interrupted: e.Interrupted, StateLost: e.StateLost,
+		Replayed: e.Replayed, Artifacts: nonNil(arts)}
+}
+
+// signedArtifacts lists the session's artifacts with fresh download URLs.
+func signedArtifacts(ctx context.Context, st *store.Store, cfg config.Config, ns, id string, v *view) []artifactView {
+	list, err := artifacts.NewIndex(st).BySession(ctx, ns, id)
+	if err != nil {
+		v.warn("artifacts: %s", oneLine(err))
+		return nil
+	}
+	if len(list) == 0 {
+		return nil
+	}
+	var signer *artifacts.Signer
+	secret, err := artifacts.LoadOrCreateSecret(artifacts.SecretPath(cfg.ArtifactsDB))
+	if err == nil {
+		signer, err = artifacts.NewSigner(artifacts.Keys{Current: artifacts.Key{Secret: secret}}, cfg.TokenTTL)
+	}
+	if err != nil {
+		v.warn("artifact URLs: %s", oneLine(err))
+	}
+	now := time.Now()
+	out := make([]artifactView, 0, len(list))
+	for _, a := range list {
+		created := a.Created
+		av := artifactView{ID: a.ID, Name: a.Name, Size: a.Size, MIME: a.MIME, SHA256: a.SHA256, Created: &created}
+		if signer != nil {
+			if u, exp, err := signer.URL(cfg.ArtifactPublicURL, a.ID, now); err == nil {
+				av.URL, av.Expires = u, &exp
+			}
+		}
+		out = append(out, av)
+	}
+	return out
+}
+
+// ---- no arguments: the list ----
+
+type listRow struct {
+	Key            string    `json:"key"`
+	ID             string    `json:"id"`
+	Container      string    `json:"container,omitempty"`
+	State          string    `json:"state"`
+	Created        time.Time `json:"created"`
+	LastUsed       time.Time `json:"last_used"`
+	ExecutionCount int       `json:"execution_count"`
+	MemoryBytes    int64     `json:"memory_bytes,omitempty"`
+}
+
+func listSessions(ctx context.Context, cfg config.Config, ns string, o options, out *printer, stderr io.Writer) int {
+	st, code := openStore(ctx, cfg, stderr)
+	if code != exitOK {
+		return code
+	}
+	var recs []store.Session
+	if st != nil {
+		defer st.Close()
+		var err error
+		if recs, err = st.Sessions(ctx, ns); err != nil {
+			fmt.Fprintf(stderr, "session-viewer: %s\n", oneLine(err))
+			return exitSystem
+		}
+	}
+	var live []session.Info
+	m, err := openManager(ctx, cfg, ns)
+	if m != nil {
+		defer closeManager(ctx, m, stderr)
+		live, err = m.List(ctx)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "session-viewer: engine: %s (showing the history only)\n", oneLine(err))
+	}
+	byID := map[string]session.Info{}
+	for _, in := range live {
+		byID[in.ID] = in
+	}
+	rows := make([]listRow, 0, len(recs)+len(live))
+	for _, r := range recs {
+		row := listRow{Key: r.Key, ID: r.ID, Container: r.ContainerID, Created: r.Created, LastUsed: r.LastUsed, ExecutionCount: r.ExecutionCount}
+		if in, ok := byID[r.ID]; ok {
+			row.State, row.Container, row.MemoryBytes = in.State, in.ContainerID, in.MemoryBytes
+			if in.LastUsed.After(row.LastUsed) {
+				row.LastUsed = in.LastUsed
+			}
+			delete(byID, r.ID)
+		} else if !r.Stopped.IsZero() {
+			row.State = "stopped"
+			if r.StopReason != "" {
+				row.State += " (" + r.StopReason + ")"
+			}
+		} else if m == nil {
+			row.State = "unknown"
+		} else {
+			row.State = "gone"
+		}
+		rows = append(rows, row)
+	}
+	for _, in := range live {
+		if _, ok := byID[in.ID]; ok { // a container the history does not know
+			rows = append(rows, listRow{Key: in.Key, ID: in.ID, Container: in.ContainerID, State: in.State,
+				Created: in.Created, LastUsed: in.LastUsed, ExecutionCount: in.ExecutionCount, MemoryBytes: in.MemoryBytes})
+		}
+	}
+	out.list(rows, o)
+	return exitOK
+}
+
+// ---- helpers ----
+
+// openStore opens the history database; (nil, exitOK) when there is none
+// yet, since a viewer must not create it.
+func openStore(ctx context.Context, cfg config.Config, stderr io.Writer) (*store.Store, int) {
+	if _, err := os.Stat(cfg.ArtifactsDB); errors.Is(err, fs.ErrNotExist) {
+		return nil, exitOK
+	}
+	st, err := store.Open(ctx, cfg.ArtifactsDB)
+	if err != nil {
+		fmt.Fprintf(stderr, "session-viewer: history database: %s\n", oneLine(err))
+		return nil, exitSystem
+	}
+	return st, exitOK
+}
+
+// openManager reaches the engine; nil and why when it cannot.
+func openManager(ctx context.Context, cfg config.Config, ns string) (*session.Manager, error) {
+	ctx, cancel := context.WithTimeout(ctx, engineTimeout)
+	defer cancel()
+	return session.NewManager(ctx, cfg, session.WithNamespace(ns))
+}
+
+// closeManager releases the manager, leaving its sessions running.
+func closeManager(ctx context.Context, m *session.Manager, stderr io.Writer) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := m.Close(ctx); err != nil {
+		fmt.Fprintf(stderr, "session-viewer: close: %s\n", oneLine(err))
+	}
+}
+
+func readJSON(path string, v any) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("%s: %w", filepath.Base(path), err)
+	}
+	return nil
+}
+
+func (v *view) warn(format string, args ...any) {
+	v.Warnings = append(v.Warnings, fmt.Sprintf(format, args...))
+}
+
+func (v *view) setDatasets(recs []datasets.Record) {
+	for _, r := range recs {
+		v.Datasets = append(v.Datasets, datasetView{ID: r.DatasetID, Name: r.Name, Status: string(r.Status), Reason: r.Reason, Size: r.Size, Updated: r.Updated})
+	}
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
