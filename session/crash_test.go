@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/internal/dockertest"
 	"github.com/agentbox/agentbox/kernel"
 	"github.com/agentbox/agentbox/session"
 )
@@ -35,7 +36,8 @@ func TestHelperManagerProcess(t *testing.T) {
 	if err := json.Unmarshal([]byte(raw), &args); err != nil {
 		t.Fatal(err)
 	}
-	m, err := session.NewManager(context.Background(), args.Config, session.WithNamespace(args.Namespace))
+	m, err := session.NewManager(context.Background(), args.Config, session.WithNamespace(args.Namespace),
+		session.WithLabels(map[string]string{dockertest.LabelTest: "TestManagerKilledMidExecution"}))
 	if err != nil {
 		t.Fatal(err)
 	}

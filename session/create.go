@@ -37,6 +37,11 @@ func (m *Manager) create(ctx context.Context, e *entry) error {
 	spec.Labels[LabelKey] = labelKey(e.key)
 	id, err := m.drv.Create(ctx, spec)
 	if err != nil {
+		if ctx.Err() != nil {
+			// Cancelled mid-call, the engine may have made it all the
+			// same: remove it by name rather than leave it behind.
+			m.removeBestEffort(spec.Name)
+		}
 		return err
 	}
 	client, err := m.dial(ctx, id)

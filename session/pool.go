@@ -136,8 +136,12 @@ func (p *pool) start(ctx context.Context) (*pooled, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
-	id, err := m.drv.Create(ctx, m.spec(m.ns+"_pool_"+suffix, RolePool, w.dir))
+	name := m.ns + "_pool_" + suffix
+	id, err := m.drv.Create(ctx, m.spec(name, RolePool, w.dir))
 	if err != nil {
+		// Cancelled mid-call, the engine may have made it all the same:
+		// it has a name of its own, so remove it by that.
+		m.removeBestEffort(name)
 		p.removeDir(w)
 		return nil, err
 	}
