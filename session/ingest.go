@@ -208,8 +208,14 @@ func (m *Manager) ingest(ctx context.Context, e *entry, res *Result, files []ker
 	}
 	var err error
 	if local := m.localArtifacts(ctx, e); local != "" {
+		root, rerr := os.OpenRoot(local)
 		for _, name := range accepted {
-			r, oerr := m.openFile(local, name)
+			if rerr != nil {
+				done[name] = true
+				skip(name, rerr.Error())
+				continue
+			}
+			r, oerr := openRegular(root, name)
 			if oerr != nil {
 				done[name] = true
 				skip(name, oerr.Error())
@@ -217,6 +223,9 @@ func (m *Manager) ingest(ctx context.Context, e *entry, res *Result, files []ker
 			}
 			put(name, r)
 			r.Close()
+		}
+		if rerr == nil {
+			root.Close()
 		}
 	} else if fr, ok := m.drv.(fileReader); ok {
 		err = fr.ReadFiles(ctx, e.containerID, ArtifactsDir, accepted, put)
@@ -303,6 +312,12 @@ func (m *Manager) openFile(dir, name string) (*os.File, error) {
 		return nil, err
 	}
 	defer root.Close()
+	return openRegular(root, name)
+}
+
+// openRegular opens name under root if it is a regular file (not a link,
+// not a device), checked before and after opening.
+func openRegular(root *os.Root, name string) (*os.File, error) {
 	fi, err := root.Lstat(name)
 	if err != nil {
 		return nil, err
