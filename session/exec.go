@@ -211,11 +211,9 @@ func (m *Manager) finish(ctx context.Context, e *entry, code string, started tim
 		StateLost:       res.StateLost,
 		Artifacts:       arts,
 	}
+	// Also records the session's last use and execution count.
 	if err := m.store.RecordExecution(ctx, rec); err != nil {
 		m.log.Warn("record execution", "session_id", e.id, "exec_id", res.ID, "err", err)
-	}
-	if err := m.store.TouchSession(ctx, m.ns, e.id, now, e.execCount); err != nil {
-		m.log.Warn("record session use", "session_id", e.id, "err", err)
 	}
 	if m.cfg.SessionStorage == config.StorageBind {
 		m.writeFiles(ctx, e, code, started, res)

@@ -39,8 +39,10 @@ type Execution struct {
 	Artifacts json.RawMessage // opaque JSON array from the caller; nil is stored as []
 }
 
-// RecordExecution appends e to the history and sets e.Seq. Code, Stdout and
-// Stderr longer than MaxCode and MaxOutput, and images larger than
+// RecordExecution appends e to the history and sets e.Seq. In the same
+// transaction the session's row, if any, records the use: last used is
+// when e ended (never moved back) and its execution count e's. Code, Stdout
+// and Stderr longer than MaxCode and MaxOutput, and images larger than
 // MaxOutput, are cut in what is stored; e itself keeps them whole.
 func (s *Store) RecordExecution(ctx context.Context, e *Execution) error {
 	fail := func(err error) error {
@@ -64,7 +66,12 @@ func (s *Store) RecordExecution(ctx context.Context, e *Execution) error {
 	} else if !json.Valid(e.Artifacts) {
 		return fail(errors.New("artifacts are not valid JSON"))
 	}
-	res, err := s.db.ExecContext(ctx, `INSERT INTO executions
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fail(err)
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, `INSERT INTO executions
 		(namespace, session_id, session_key, exec_id, execution_count, code, stdout, stderr, outputs, error,
 		 started, duration_ns, timed_out, interrupted, kernel_restarted, state_lost, replayed, artifacts)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -77,6 +84,15 @@ func (s *Store) RecordExecution(ctx context.Context, e *Execution) error {
 	}
 	seq, err := res.LastInsertId()
 	if err != nil {
+		return fail(err)
+	}
+	// Times are fixed-width UTC text, so max() compares them correctly.
+	if _, err := tx.ExecContext(ctx, `UPDATE sessions SET last_used = max(last_used, ?), execution_count = ?
+		WHERE namespace = ? AND id = ?`,
+		formatTime(e.Started.Add(e.Duration)), e.ExecutionCount, e.Namespace, e.SessionID); err != nil {
+		return fail(err)
+	}
+	if err := tx.Commit(); err != nil {
 		return fail(err)
 	}
 	e.Seq = seq

@@ -257,3 +257,31 @@ func TestConcurrentRecordExecution(t *testing.T) {
 		t.Errorf("got %d rows, %d distinct, want %d", len(list), len(seen), goroutines*each)
 	}
 }
+
+func TestRecordExecutionTouchesTheSession(t *testing.T) {
+	s := openTest(t)
+	created := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	if err := s.PutSession(t.Context(), store.Session{Namespace: "n", ID: "s", Key: "k", Created: created, LastUsed: created}); err != nil {
+		t.Fatal(err)
+	}
+	started := created.Add(time.Hour)
+	e := &store.Execution{Namespace: "n", SessionID: "s", ExecID: "e1", ExecutionCount: 7, Started: started, Duration: time.Second}
+	if err := s.RecordExecution(t.Context(), e); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Session(t.Context(), "n", "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.LastUsed.Equal(started.Add(time.Second)) || got.ExecutionCount != 7 {
+		t.Fatalf("session after an execution: last used %s, count %d", got.LastUsed, got.ExecutionCount)
+	}
+	// An older execution recorded late does not move last use back.
+	old := &store.Execution{Namespace: "n", SessionID: "s", ExecID: "e0", ExecutionCount: 7, Started: created}
+	if err := s.RecordExecution(t.Context(), old); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Session(t.Context(), "n", "s"); !got.LastUsed.Equal(started.Add(time.Second)) {
+		t.Fatalf("last use moved back to %s", got.LastUsed)
+	}
+}
