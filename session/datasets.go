@@ -258,7 +258,7 @@ func (m *Manager) Export(ctx context.Context, key, file string) (Export, error) 
 		batch := m.art.blobs.NewBatch()
 		defer batch.Abort()
 		var err error
-		if sha, size, err = batch.Put(ctx, teeTo(r, out), 0); err != nil {
+		if sha, size, err = batch.Put(ctx, io.TeeReader(r, out), 0); err != nil {
 			return err
 		}
 		return batch.Commit(ctx)

@@ -399,21 +399,25 @@ func (m *Manager) addArtifact(ctx context.Context, e *entry, name, sha string, s
 
 // describe turns an index row into a result's artifact with a fresh URL.
 func (m *Manager) describe(a artifacts.Artifact) Artifact {
-	out := Artifact{ID: a.ID, Name: a.Name, Size: a.Size, SHA256: a.SHA256, MIME: a.MIME}
-	if u, _, err := m.art.signer.URL(m.cfg.ArtifactPublicURL, a.ID, time.Now()); err == nil {
-		out.URL = u
-	}
-	return out
+	return Artifact{ID: a.ID, Name: a.Name, Size: a.Size, SHA256: a.SHA256, MIME: a.MIME, URL: m.url(a.ID)}
 }
 
 // resign gives recorded artifacts fresh download URLs (a replayed result's
 // old ones may have expired).
 func (m *Manager) resign(arts []Artifact) {
 	for i := range arts {
-		if u, _, err := m.art.signer.URL(m.cfg.ArtifactPublicURL, arts[i].ID, time.Now()); err == nil {
-			arts[i].URL = u
-		}
+		arts[i].URL = m.url(arts[i].ID)
 	}
+}
+
+// url signs a download URL for artifact id, valid ARTIFACT_TOKEN_TTL_S from
+// now; "" if it cannot be signed (the artifact is still listed).
+func (m *Manager) url(id string) string {
+	u, _, err := m.art.signer.URL(m.cfg.ArtifactPublicURL, id, time.Now())
+	if err != nil {
+		return ""
+	}
+	return u
 }
 
 // headBuffer keeps the first max bytes written to it (for MIME sniffing).

@@ -94,6 +94,3 @@ func (m *Manager) stageLocal(local, dir, name string, r io.Reader) error {
 	}
 	return nil
 }
-
-// teeTo returns a reader of r that also writes what it reads to w.
-func teeTo(r io.Reader, w io.Writer) io.Reader { return io.TeeReader(r, w) }
