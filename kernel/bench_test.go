@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,21 +22,10 @@ while True:
     os.write(1, line)
 `
 
-type samples []time.Duration
-
-func (s samples) pct(p float64) time.Duration {
-	c := slices.Clone(s)
-	slices.Sort(c)
-	return c[int(float64(len(c)-1)*p)]
-}
+type samples = dockertest.Samples
 
 func report(b *testing.B, name string, s, floor samples) {
-	med, p90 := s.pct(0.5), s.pct(0.9)
-	b.ReportMetric(float64(med.Microseconds()), name+"-med-µs")
-	b.ReportMetric(float64(p90.Microseconds()), name+"-p90-µs")
-	if floor != nil {
-		b.ReportMetric(float64(med)/float64(floor.pct(0.5)), name+"/floor")
-	}
+	dockertest.Report(b, name, "µs", s, floor)
 }
 
 // BenchmarkRoundTrip measures, interleaved on one container so that the

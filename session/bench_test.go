@@ -26,20 +26,10 @@ import (
 	"github.com/agentbox/agentbox/session"
 )
 
-type samples []time.Duration
-
-func (s samples) pct(p float64) time.Duration {
-	c := slices.Clone(s)
-	slices.Sort(c)
-	return c[int(float64(len(c)-1)*p)]
-}
+type samples = dockertest.Samples
 
 func report(b *testing.B, name string, s, floor samples) {
-	b.ReportMetric(float64(s.pct(0.5).Microseconds())/1000, name+"-med-ms")
-	b.ReportMetric(float64(s.pct(0.9).Microseconds())/1000, name+"-p90-ms")
-	if floor != nil {
-		b.ReportMetric(float64(s.pct(0.5))/float64(floor.pct(0.5)), name+"/floor")
-	}
+	dockertest.Report(b, name, "ms", s, floor)
 }
 
 // coldFloor is the floor of a cold start: create and start a container of
@@ -124,7 +114,7 @@ func BenchmarkWarmAcquire(b *testing.B) {
 	}
 	report(b, "warm", warm, nil)
 	report(b, "cold", cold, nil)
-	b.ReportMetric(float64(cold.pct(0.5))/float64(warm.pct(0.5)), "cold/warm")
+	b.ReportMetric(float64(cold.Pct(0.5))/float64(warm.Pct(0.5)), "cold/warm")
 }
 
 // BenchmarkExecRoundTrip measures `pass` through the Manager against the
@@ -285,10 +275,10 @@ for i in range(%d):
 				b.Fatal(err)
 			}
 		}
-		extra := ingest.pct(0.5) - plain.pct(0.5)
+		extra := ingest.Pct(0.5) - plain.Pct(0.5)
 		b.ReportMetric(float64(extra.Microseconds())/1000, c.name+"-ingest-ms")
-		b.ReportMetric(float64(sum.pct(0.5).Microseconds())/1000, c.name+"-sha256sum-ms")
-		b.ReportMetric(float64(extra)/float64(sum.pct(0.5)), c.name+"/sha256sum")
+		b.ReportMetric(float64(sum.Pct(0.5).Microseconds())/1000, c.name+"-sha256sum-ms")
+		b.ReportMetric(float64(extra)/float64(sum.Pct(0.5)), c.name+"/sha256sum")
 	}
 }
 
