@@ -35,7 +35,8 @@ func (e *TooLargeError) Error() string {
 // stored once. Blobs are written to dir/tmp first and renamed into place
 // once durable: a final name only ever holds complete content, whatever
 // crashes. Put stores one blob; a Batch stores many, flushing to disk for all
-// of them at once. A Blobstore is safe for concurrent use by many goroutines
+// of them at once, and with PackSmall keeps small ones in one pack file under
+// dir/pending until they are placed (Flush). A Blobstore is safe for concurrent use by many goroutines
 // and by other processes sharing the directory.
 type Blobstore struct {
 	// Grace is how long GC spares a blob after Put or Batch.Commit last
@@ -49,6 +50,8 @@ type Blobstore struct {
 	// gcHook, when set by a test, runs in GC between deciding to collect a
 	// blob and moving it away, to stage a concurrent Put.
 	gcHook func(sha string)
+
+	packs packs
 }
 
 // tmpDir is the folder under the blobstore's directory for temp files, on
@@ -122,24 +125,38 @@ func (b *Blobstore) put(ctx context.Context, r io.Reader, max int64) (sum string
 	return sum, size, nil
 }
 
-// Open opens the blob for reading. It returns an error wrapping ErrBlobMissing
-// when there is none, and ErrInvalidSHA256 for a malformed name.
-func (b *Blobstore) Open(sha256 string) (*os.File, error) {
+// Open opens the blob for reading: its file (an *os.File) or, while a
+// PackSmall batch's blob waits to be placed, its part of a pending pack. It
+// returns an error wrapping ErrBlobMissing when there is none, and
+// ErrInvalidSHA256 for a malformed name.
+func (b *Blobstore) Open(sha256 string) (io.ReadSeekCloser, error) {
 	if !validSHA256(sha256) {
 		return nil, fmt.Errorf("open blob %q: %w", sha256, ErrInvalidSHA256)
 	}
-	f, err := os.Open(b.path(sha256))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("open blob %s: %w", sha256, ErrBlobMissing)
+	// Placing a blob names it before it removes its pack, so a blob that is
+	// in neither place on the second look at its name is truly missing.
+	for range 2 {
+		f, err := os.Open(b.path(sha256))
+		if err == nil {
+			return f, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("open blob %s: %w", sha256, err)
+		}
+		r, err := b.openPacked(sha256)
+		if err != nil {
+			return nil, fmt.Errorf("open blob %s: %w", sha256, err)
+		}
+		if r != nil {
+			return r, nil
+		}
 	}
-	if err != nil {
-		return nil, fmt.Errorf("open blob %s: %w", sha256, err)
-	}
-	return f, nil
+	return nil, fmt.Errorf("open blob %s: %w", sha256, ErrBlobMissing)
 }
 
 // Path returns the file name of the blob, whether or not it exists, or an
-// error wrapping ErrInvalidSHA256 for a malformed name.
+// error wrapping ErrInvalidSHA256 for a malformed name. A blob a PackSmall
+// batch stored has its file only once placed (see Flush).
 func (b *Blobstore) Path(sha256 string) (string, error) {
 	if !validSHA256(sha256) {
 		return "", fmt.Errorf("blob path %q: %w", sha256, ErrInvalidSHA256)

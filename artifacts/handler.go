@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"mime"
 	"net/http"
 	"net/url"
-	"os"
 	"path"
 	"strconv"
 	"strings"
@@ -27,7 +27,7 @@ type handlerIndex interface {
 type handlerBlobs interface {
 	// Open opens the blob with the hex SHA-256 for reading, or returns an
 	// error matching ErrBlobMissing.
-	Open(sha256 string) (*os.File, error)
+	Open(sha256 string) (io.ReadSeekCloser, error)
 }
 
 // DownloadPath is the path prefix of download URLs: a download is

@@ -96,7 +96,7 @@ const benchClients = 8
 func benchRequests(b *testing.B, index interface {
 	Get(context.Context, string) (artifacts.Artifact, error)
 }, blobs interface {
-	Open(string) (*os.File, error)
+	Open(string) (io.ReadSeekCloser, error)
 }, id string, size int64) {
 	url, client := benchServer(b, index, blobs, id, benchClients)
 	benchGet(b, client, url) // warm up the first connection and the page cache
@@ -138,7 +138,7 @@ func benchRequests(b *testing.B, index interface {
 func benchServer(b *testing.B, index interface {
 	Get(context.Context, string) (artifacts.Artifact, error)
 }, blobs interface {
-	Open(string) (*os.File, error)
+	Open(string) (io.ReadSeekCloser, error)
 }, id string, conns int) (string, *http.Client) {
 	b.Helper()
 	signer := tokSigner(b, artifacts.Keys{Current: artifacts.Key{Secret: tokSecretA}}, time.Hour)

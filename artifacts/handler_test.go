@@ -41,7 +41,7 @@ func (s *dlStore) Get(_ context.Context, id string) (artifacts.Artifact, error) 
 	return a, nil
 }
 
-func (s *dlStore) Open(sha string) (*os.File, error) {
+func (s *dlStore) Open(sha string) (io.ReadSeekCloser, error) {
 	f, err := os.Open(filepath.Join(s.dir, sha))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("open blob %s: %w", sha, artifacts.ErrBlobMissing)

@@ -14,7 +14,7 @@ import (
 )
 
 // openStore opens a new database in a temporary directory, closed at cleanup.
-func openStore(t *testing.T) *store.Store {
+func openStore(t testing.TB) *store.Store {
 	t.Helper()
 	s, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "agentbox.db"))
 	if err != nil {

@@ -80,11 +80,17 @@ func (a anyOf) Referenced(ctx context.Context, sha256 string) (bool, error) {
 // blob for the instant it spends in tmp. Blobs left in tmp by a GC that
 // crashed are put back by the next GC, which then judges them afresh.
 //
+// GC first places the blobs of pending packs (see Flush): a pack a crashed
+// process left is placed here at the latest.
+//
 // GC keeps going after an error on one blob and returns them all joined. It
 // removes no folders: a Put may be about to rename a blob into one.
 func (b *Blobstore) GC(ctx context.Context, refs Referencer) (removed int, err error) {
 	cutoff := time.Now().Add(-b.grace())
 	errs := b.sweepTmp(cutoff)
+	if err := b.Flush(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	top, err := os.ReadDir(b.dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, errors.Join(errs...) // nothing was ever put

@@ -98,6 +98,35 @@ func TestSignVerifyRoundTrip(t *testing.T) {
 	}
 }
 
+// TestSignIsStandard parses what Sign makes with the jwt package alone, as
+// another service checking the tokens would: a standard HS256 JWT with the
+// key id in its header, whatever the artifact id holds.
+func TestSignIsStandard(t *testing.T) {
+	s := tokSigner(t, artifacts.Keys{Current: artifacts.Key{ID: `k"1\`, Secret: tokSecretA}}, time.Minute)
+	for _, id := range []string{"art-1", `quote" back\slash`, "new\nline", "ünïcode", "<script>"} {
+		tok, exp, err := s.Sign(id, tokT0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var claims jwt.RegisteredClaims
+		parsed, err := jwt.ParseWithClaims(tok, &claims, func(*jwt.Token) (any, error) { return tokSecretA, nil },
+			jwt.WithValidMethods([]string{"HS256"}), jwt.WithTimeFunc(func() time.Time { return tokT0 }),
+			jwt.WithAudience(artifacts.Audience), jwt.WithExpirationRequired(), jwt.WithIssuedAt())
+		if err != nil {
+			t.Fatalf("%q: %v", id, err)
+		}
+		if parsed.Header["kid"] != `k"1\` || parsed.Header["typ"] != "JWT" {
+			t.Errorf("%q: header %v", id, parsed.Header)
+		}
+		if claims.Subject != id || !claims.ExpiresAt.Equal(exp) || !claims.IssuedAt.Equal(tokT0) {
+			t.Errorf("%q: claims %+v, expires %v", id, claims, exp)
+		}
+		if _, err := s.Verify(tok, id, tokT0); err != nil {
+			t.Errorf("%q: Verify: %v", id, err)
+		}
+	}
+}
+
 func TestVerifyRejects(t *testing.T) {
 	kid := artifacts.KeyID(tokSecretA)
 	s := tokSigner(t, artifacts.Keys{Current: artifacts.Key{Secret: tokSecretA}}, 10*time.Minute)
@@ -296,4 +325,16 @@ func FuzzVerify(f *testing.F) {
 			t.Fatalf("accepted %q for %q: %+v", token, id, c)
 		}
 	})
+}
+
+// BenchmarkSign signs one download URL: an execution that makes a thousand
+// files signs a thousand.
+func BenchmarkSign(b *testing.B) {
+	s := tokSigner(b, artifacts.Keys{Current: artifacts.Key{Secret: tokSecretA}}, 0)
+	now := time.Now()
+	for b.Loop() {
+		if _, _, err := s.URL("http://localhost:8000", "abcdefghijklmnopqrstuvwxyz", now); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

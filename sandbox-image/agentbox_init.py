@@ -158,35 +158,61 @@ def valid_scan(root, limit):
 
 def list_files(root, limit):
     """Returns ([{path, size, mtime_ns, kind}], more) for the entries under
-    root, at most limit. Links are reported as links, never followed; names
-    that are not UTF-8 are reported as "badname"."""
-    files, more, stack = [], False, [""]
-    while stack and not more:
-        rel = stack.pop()
-        try:
-            it = os.scandir(os.path.join(root, rel) if rel else root)
-        except OSError:
-            continue
-        with it:
-            for entry in it:
-                path = rel + "/" + entry.name if rel else entry.name
-                try:
-                    st = entry.stat(follow_symlinks=False)
-                except OSError:
-                    continue
-                if stat.S_ISDIR(st.st_mode):
-                    stack.append(path)
-                    continue
-                kind = "file" if stat.S_ISREG(st.st_mode) else "link" if stat.S_ISLNK(st.st_mode) else "other"
-                try:
-                    path.encode("utf-8")
-                except UnicodeEncodeError:
-                    # Not UTF-8: the host could not name it back.
-                    kind, path = "badname", path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-                files.append({"path": path, "size": st.st_size, "mtime_ns": st.st_mtime_ns, "kind": kind})
-                if len(files) >= limit:
-                    more = True
-                    break
+    root, at most limit. Links are reported as links, never followed, root
+    included (as "."); names that are not UTF-8 are reported as "badname".
+
+    Every lookup starts at a descriptor of root rather than at "/": for a
+    user without privileges, each path resolved from "/" costs a permission
+    check through the engine's FUSE root file system, seven times the stat
+    itself (a thousand files took 27 ms instead of 4)."""
+    files, more = [], False
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        top = os.open(root, flags)
+    except OSError as e:
+        if e.errno in (errno.ELOOP, errno.ENOTDIR):
+            try:
+                st = os.lstat(root)
+            except OSError:
+                return files, more
+            if stat.S_ISLNK(st.st_mode):
+                files.append({"path": ".", "size": st.st_size, "mtime_ns": st.st_mtime_ns, "kind": "link"})
+        return files, more
+    try:
+        stack = [""]
+        while stack and not more:
+            rel = stack.pop()
+            try:
+                fd = os.open(rel, flags, dir_fd=top) if rel else os.dup(top)
+            except OSError:
+                continue
+            try:
+                with os.scandir(fd) as it:
+                    for entry in it:
+                        path = rel + "/" + entry.name if rel else entry.name
+                        try:
+                            st = entry.stat(follow_symlinks=False)
+                        except OSError:
+                            continue
+                        if stat.S_ISDIR(st.st_mode):
+                            stack.append(path)
+                            continue
+                        kind = "file" if stat.S_ISREG(st.st_mode) else "link" if stat.S_ISLNK(st.st_mode) else "other"
+                        try:
+                            path.encode("utf-8")
+                        except UnicodeEncodeError:
+                            # Not UTF-8: the host could not name it back.
+                            kind, path = "badname", path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+                        files.append({"path": path, "size": st.st_size, "mtime_ns": st.st_mtime_ns, "kind": kind})
+                        if len(files) >= limit:
+                            more = True
+                            break
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
+    finally:
+        os.close(top)
     return files, more
 
 

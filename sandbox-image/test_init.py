@@ -212,6 +212,46 @@ class FramesTest(unittest.TestCase):
                 agentbox_frames.decode(bad)
 
 
+class ListFilesTest(unittest.TestCase):
+    def setUp(self):
+        import tempfile
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+        self.root = os.path.join(self.tmp.name, "artifacts")
+        os.makedirs(os.path.join(self.root, "a", "b"))
+        for name in ("top.txt", "a/mid.txt", "a/b/deep.txt"):
+            with open(os.path.join(self.root, name), "w") as f:
+                f.write(name)
+        os.symlink("/etc/passwd", os.path.join(self.root, "link"))
+        os.symlink("/etc", os.path.join(self.root, "a", "dirlink"))
+        os.mkfifo(os.path.join(self.root, "fifo"))
+        import agentbox_init
+        self.list_files = agentbox_init.list_files
+
+    def test_lists_every_depth_links_as_links(self):
+        files, more = self.list_files(self.root, 100)
+        kinds = {f["path"]: f["kind"] for f in files}
+        self.assertEqual(kinds, {"top.txt": "file", "a/mid.txt": "file", "a/b/deep.txt": "file",
+                                 "link": "link", "a/dirlink": "link", "fifo": "other"})
+        self.assertFalse(more)
+        sizes = {f["path"]: f["size"] for f in files}
+        self.assertEqual(sizes["a/b/deep.txt"], len("a/b/deep.txt"))
+
+    def test_limit(self):
+        files, more = self.list_files(self.root, 2)
+        self.assertEqual(len(files), 2)
+        self.assertTrue(more)
+
+    def test_root_that_is_a_link_is_not_followed(self):
+        link = os.path.join(self.tmp.name, "elsewhere")
+        os.symlink(self.root, link)
+        files, more = self.list_files(link, 100)
+        self.assertEqual([(f["path"], f["kind"]) for f in files], [(".", "link")])
+
+    def test_missing_root(self):
+        self.assertEqual(self.list_files(os.path.join(self.tmp.name, "nope"), 100), ([], False))
+
+
 def _add_tests():
     paths = sorted(glob.glob(os.path.join(GOLDEN, "*.jsonl")))
     if not paths:

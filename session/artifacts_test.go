@@ -4,9 +4,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -175,6 +178,42 @@ os.symlink('../../../../../../etc/shadow', '/session/artifacts/shadow')`)
 		if !strings.Contains(skipped[name], "symbolic link") {
 			t.Errorf("%s: skipped %q, want a symbolic-link reason", name, skipped[name])
 		}
+	}
+}
+
+// TestArtifactsFolderLink: the code replaces /session/artifacts itself with
+// a link to a folder that exists on the host too. Followed on the host, the
+// link would ingest the host's file, and ARTIFACT_MOVE would delete it.
+func TestArtifactsFolderLink(t *testing.T) {
+	t.Parallel()
+	for _, storage := range []config.Storage{config.StorageBind, config.StorageTMPFS} {
+		t.Run(string(storage), func(t *testing.T) {
+			t.Parallel()
+			canary := t.TempDir() // under /tmp, which the sandbox can write too
+			secret := filepath.Join(canary, "secret")
+			if err := os.WriteFile(secret, []byte("host secret"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			m := newManager(t, func(c *config.Config) {
+				c.SessionStorage = storage
+				c.ArtifactMove = true
+			})
+			res := mustExec(t, m, "link", fmt.Sprintf(`
+import os
+os.makedirs(%[1]q, exist_ok=True)
+open(%[1]q + '/secret', 'w').write('sandbox')
+os.symlink(%[1]q, '/session/artifacts')`, canary))
+			if len(res.Artifacts) != 0 {
+				t.Errorf("ingested through the link: %+v", res.Artifacts)
+			}
+			if len(res.SkippedArtifacts) != 1 || res.SkippedArtifacts[0].Name != "." ||
+				!strings.Contains(res.SkippedArtifacts[0].Reason, "symbolic link") {
+				t.Errorf("skipped %+v, want the folder reported as a link", res.SkippedArtifacts)
+			}
+			if got, err := os.ReadFile(secret); err != nil || string(got) != "host secret" {
+				t.Errorf("host file: %q, %v", got, err)
+			}
+		})
 	}
 }
 

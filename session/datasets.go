@@ -86,7 +86,7 @@ func (m *Manager) SelectDataset(ctx context.Context, key, id string) (Selection,
 
 	sha, size, fetched, err := m.dsCache.Get(ctx, id, m.fetcher, int64(m.cfg.DatasetMaxMB)<<20)
 	if err == nil {
-		var f *os.File
+		var f io.ReadSeekCloser
 		if f, err = m.art.blobs.Open(sha); err == nil {
 			_, err = m.stage(ctx, e, "data", name, f)
 			f.Close()

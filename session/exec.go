@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/agentbox/agentbox/config"
@@ -191,7 +192,13 @@ func (m *Manager) finish(ctx context.Context, e *entry, code string, started tim
 	now := time.Now()
 	m.touch(e, now)
 	e.execCount = res.ExecutionCount
-	arts, _ := json.Marshal(res.Artifacts)
+	// The history keeps no URLs: they expire long before the record, and
+	// a replay signs fresh ones.
+	recorded := slices.Clone(res.Artifacts)
+	for i := range recorded {
+		recorded[i].URL = ""
+	}
+	arts, _ := json.Marshal(recorded)
 	rec := &store.Execution{
 		Namespace:       m.ns,
 		SessionID:       e.id,

@@ -9,12 +9,13 @@ import (
 	"io"
 	"os"
 	"path"
-	"path/filepath"
 	"slices"
+	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/agentbox/agentbox/artifacts"
-	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/kernel"
 )
 
@@ -179,19 +180,90 @@ func (m *Manager) ingest(ctx context.Context, e *entry, res *Result, files []ker
 		return
 	}
 	// Every file goes into one batch: written and hashed as it streams,
-	// made durable with a single flush, and only then renamed into place
-	// and indexed (a thousand small files would otherwise pay a thousand
-	// disk flushes).
-	batch := m.art.blobs.NewBatch()
+	// made durable with a single flush, and only then indexed (a thousand
+	// small files would otherwise pay a thousand disk flushes). Small files
+	// travel in one pack, which the blobstore unpacks into a file each
+	// after the result has left: creating a thousand files is what costs.
+	batch := m.art.blobs.NewBatch(artifacts.PackSmall())
 	defer batch.Abort()
-	type pending struct {
-		name, sha, mime string
-		size            int64
+	stored, readSkips, done := m.readArtifacts(ctx, e, batch, accepted, maxFile)
+	res.SkippedArtifacts = append(res.SkippedArtifacts, readSkips...)
+
+	// The rows go in while the batch flushes, and become visible only once
+	// the blobs are durable: a row never names content a crash could lose.
+	rows := make([]artifacts.Artifact, 0, len(stored))
+	for _, p := range stored {
+		rows = append(rows, artifacts.Artifact{Namespace: m.ns, SessionID: e.id, SessionKey: e.key, Name: p.name, SHA256: p.sha, Size: p.size, MIME: p.mime})
 	}
-	var stored []pending
-	done := map[string]bool{}
-	put := func(name string, r io.Reader) error {
+	committed := make(chan error, 1)
+	go func() { committed <- batch.Commit(ctx) }()
+	var cerr error
+	waited := false
+	durable := func() error {
+		if !waited {
+			cerr, waited = <-committed, true
+		}
+		return cerr
+	}
+	added, aerr := m.art.index.AddAllAfter(ctx, rows, durable)
+	switch {
+	case durable() != nil:
+		m.log.Warn("store artifacts", "session_id", e.id, "err", cerr)
+		for _, p := range stored {
+			skip(p.name, "store: "+cerr.Error())
+		}
+	case aerr != nil:
+		m.log.Warn("index artifacts", "session_id", e.id, "err", aerr)
+		for _, p := range stored {
+			skip(p.name, "index: "+aerr.Error())
+		}
+	}
+	for _, a := range added {
+		if e.ingested >= 0 {
+			e.ingested += a.Size
+		}
+		res.Artifacts = append(res.Artifacts, m.describe(a))
+	}
+	if m.cfg.ArtifactMove {
+		local := m.localSession(ctx, e)
+		for _, a := range res.Artifacts {
+			if _, ok := done[a.Name]; !ok {
+				continue // a figure
+			}
+			if err := m.removeFile(ctx, e, local, a.Name); err != nil {
+				m.log.Warn("remove ingested artifact", "session_id", e.id, "name", a.Name, "err", err)
+				continue
+			}
+			delete(e.files, a.Name)
+		}
+	}
+}
+
+// storedFile is a file ingestion put into the blobstore.
+type storedFile struct {
+	name, sha, mime string
+	size            int64
+}
+
+// ingestWorkers is how many files of a session folder on this host are
+// read at once: opening, reading and hashing small files is CPU work, and
+// the pack they go into takes them in any order.
+const ingestWorkers = 4
+
+// readArtifacts puts the accepted files into batch and returns what it
+// stored, sorted by name, what it could not, and the names it looked at
+// (those it never saw vanished meanwhile). Files are read on the host when
+// the session's folder is here, through the engine otherwise.
+func (m *Manager) readArtifacts(ctx context.Context, e *entry, batch *artifacts.Batch, accepted []string, maxFile int64) (stored []storedFile, skipped []Skipped, done map[string]bool) {
+	var mu sync.Mutex // guards the three results
+	done = make(map[string]bool, len(accepted))
+	skip := func(name, reason string) {
+		mu.Lock()
+		defer mu.Unlock()
 		done[name] = true
+		skipped = append(skipped, Skipped{Name: name, Reason: reason})
+	}
+	put := func(name string, r io.Reader) error {
 		head := &headBuffer{max: 512}
 		sha, size, err := batch.Put(ctx, io.TeeReader(r, head), maxFile)
 		var tooLarge *artifacts.TooLargeError
@@ -202,31 +274,17 @@ func (m *Manager) ingest(ctx context.Context, e *entry, res *Result, files []ker
 			m.log.Warn("ingest artifact", "session_id", e.id, "name", name, "err", err)
 			skip(name, "store: "+err.Error())
 		default:
-			stored = append(stored, pending{name, sha, artifacts.DetectMIME(name, head.Bytes()), size})
+			f := storedFile{name, sha, artifacts.DetectMIME(name, head.Bytes()), size}
+			mu.Lock()
+			done[name] = true
+			stored = append(stored, f)
+			mu.Unlock()
 		}
 		return nil
 	}
 	var err error
-	if local := m.localArtifacts(ctx, e); local != "" {
-		root, rerr := os.OpenRoot(local)
-		for _, name := range accepted {
-			if rerr != nil {
-				done[name] = true
-				skip(name, rerr.Error())
-				continue
-			}
-			r, oerr := openRegular(root, name)
-			if oerr != nil {
-				done[name] = true
-				skip(name, oerr.Error())
-				continue
-			}
-			put(name, r)
-			r.Close()
-		}
-		if rerr == nil {
-			root.Close()
-		}
+	if local := m.localSession(ctx, e); local != "" {
+		err = readLocal(local, accepted, put, skip)
 	} else if fr, ok := m.drv.(fileReader); ok {
 		err = fr.ReadFiles(ctx, e.containerID, ArtifactsDir, accepted, put)
 	} else {
@@ -244,68 +302,63 @@ func (m *Manager) ingest(ctx context.Context, e *entry, res *Result, files []ker
 			skip(name, reason)
 		}
 	}
-	if cerr := batch.Commit(ctx); cerr != nil {
-		m.log.Warn("store artifacts", "session_id", e.id, "err", cerr)
-		for _, p := range stored {
-			skip(p.name, "store: "+cerr.Error())
-		}
-		stored = nil
-	}
-	rows := make([]artifacts.Artifact, 0, len(stored))
-	for _, p := range stored {
-		rows = append(rows, artifacts.Artifact{Namespace: m.ns, SessionID: e.id, SessionKey: e.key, Name: p.name, SHA256: p.sha, Size: p.size, MIME: p.mime})
-	}
-	added, aerr := m.art.index.AddAll(ctx, rows)
-	if aerr != nil {
-		m.log.Warn("index artifacts", "session_id", e.id, "err", aerr)
-		for _, p := range stored {
-			skip(p.name, "index: "+aerr.Error())
-		}
-	}
-	for _, a := range added {
-		if e.ingested >= 0 {
-			e.ingested += a.Size
-		}
-		res.Artifacts = append(res.Artifacts, m.describe(a))
-	}
-	if m.cfg.ArtifactMove {
-		local := m.localArtifacts(ctx, e)
-		for _, a := range res.Artifacts {
-			if _, ok := done[a.Name]; !ok {
-				continue // a figure
-			}
-			if err := m.removeFile(ctx, e, local, a.Name); err != nil {
-				m.log.Warn("remove ingested artifact", "session_id", e.id, "name", a.Name, "err", err)
-				continue
-			}
-			delete(e.files, a.Name)
-		}
-	}
+	slices.SortFunc(stored, func(a, b storedFile) int { return strings.Compare(a.name, b.name) })
+	slices.SortStableFunc(skipped, func(a, b Skipped) int { return strings.Compare(a.Name, b.Name) })
+	return stored, skipped, done
 }
 
-// localArtifacts returns the host folder holding the session's
-// /session/artifacts: the BIND folder, or in TMPFS mode the container's
-// tmpfs seen through /proc/<pid>/root when the engine is local; "" when the
-// files can only come through the engine.
-func (m *Manager) localArtifacts(ctx context.Context, e *entry) string {
-	if m.cfg.SessionStorage == config.StorageBind {
-		return filepath.Join(m.dir(e), "artifacts")
+// readLocal reads the files of the session folder local's artifacts, a few
+// at a time, and hands each to put (or its failure to skip).
+func readLocal(local string, names []string, put func(string, io.Reader) error, skip func(name, reason string)) error {
+	root, err := openArtifacts(local)
+	if err != nil {
+		return err
 	}
-	if e.hostRoot == "" || !sameContainer(e.hostRoot, e.containerID) {
-		e.hostRoot = ""
-		if hr, ok := m.drv.(hostRooter); ok {
-			e.hostRoot = hr.HostRoot(ctx, e.containerID)
-		}
+	defer root.Close()
+	work := make(chan string)
+	var wg sync.WaitGroup
+	for range min(ingestWorkers, len(names)) {
+		wg.Go(func() {
+			for name := range work {
+				r, err := openRegular(root, name)
+				if err != nil {
+					skip(name, err.Error())
+					continue
+				}
+				put(name, r)
+				r.Close()
+			}
+		})
 	}
-	if e.hostRoot == "" {
-		return ""
+	for _, name := range names {
+		work <- name
 	}
-	return filepath.Join(e.hostRoot, ArtifactsDir)
+	close(work)
+	wg.Wait()
+	return nil
 }
 
-// openFile opens a file of the session's artifacts folder on the host,
-// through an os.Root there, so that neither a symbolic link nor ".." leads
-// outside it, and only if it is a regular file.
+// openArtifacts opens the artifacts folder of the session folder local (see
+// localSession) as an os.Root, through an os.Root at local: the code may
+// have replaced /session/artifacts with a link, and a link to /etc, followed
+// on the host, would be the host's /etc. A link that stays inside the
+// session is followed; one that leads out fails.
+func openArtifacts(local string) (*os.Root, error) {
+	session, err := os.OpenRoot(local)
+	if err != nil {
+		return nil, err
+	}
+	defer session.Close()
+	root, err := session.OpenRoot(path.Base(ArtifactsDir))
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", ArtifactsDir, err)
+	}
+	return root, nil
+}
+
+// openFile opens a file of a session folder on the host, through an
+// os.Root there, so that neither a symbolic link nor ".." leads outside it,
+// and only if it is a regular file.
 func (m *Manager) openFile(dir, name string) (*os.File, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
@@ -315,17 +368,11 @@ func (m *Manager) openFile(dir, name string) (*os.File, error) {
 	return openRegular(root, name)
 }
 
-// openRegular opens name under root if it is a regular file (not a link,
-// not a device), checked before and after opening.
+// openRegular opens name under root if it is a regular file. The root keeps
+// any link inside it; O_NONBLOCK keeps a FIFO from blocking the open, and the
+// check after opening refuses it, a device or a folder.
 func openRegular(root *os.Root, name string) (*os.File, error) {
-	fi, err := root.Lstat(name)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, errNotRegular
-	}
-	f, err := root.Open(name)
+	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -339,7 +386,7 @@ func openRegular(root *os.Root, name string) (*os.File, error) {
 // removeFile deletes an ingested file from the session (ARTIFACT_MOVE).
 func (m *Manager) removeFile(ctx context.Context, e *entry, local, name string) error {
 	if local != "" {
-		root, err := os.OpenRoot(local)
+		root, err := openArtifacts(local)
 		if err != nil {
 			return err
 		}

@@ -263,6 +263,9 @@ func (m *Manager) Close(ctx context.Context) error {
 		m.closeIdle(e)
 	}
 	errs = append(errs, m.pool.drain(context.WithoutCancel(ctx)))
+	if err := m.art.blobs.Flush(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("close: %w", err))
+	}
 	errs = append(errs, m.dsCache.Close())
 	errs = append(errs, m.store.Close())
 	if m.closer != nil {

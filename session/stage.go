@@ -27,11 +27,18 @@ func (m *Manager) localSession(ctx context.Context, e *entry) string {
 	if m.cfg.SessionStorage == config.StorageBind {
 		return m.dir(e)
 	}
-	art := m.localArtifacts(ctx, e)
-	if art == "" {
+	if e.hostRoot == "" || !sameContainer(e.hostRoot, e.containerID) {
+		e.hostRoot = ""
+		if hr, ok := m.drv.(hostRooter); ok {
+			e.hostRoot = hr.HostRoot(ctx, e.containerID)
+		}
+	}
+	if e.hostRoot == "" {
 		return ""
 	}
-	return filepath.Dir(art)
+	// /session is a mount point, which the code cannot replace with a link
+	// (the kernel refuses to rename or remove a mount point).
+	return filepath.Join(e.hostRoot, "session")
 }
 
 // stage writes r into the session as /session/<dir>/<name> (name already

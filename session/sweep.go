@@ -30,6 +30,11 @@ func (m *Manager) sweepLoop() {
 // can use (stopped, dead, from another image) and warm containers of managers
 // that did not clean up are removed once older than the grace period.
 func (m *Manager) sweep(ctx context.Context) {
+	// Small artifacts wait in packs for their own files: this places any a
+	// crashed process left, and retries any a failure left.
+	if err := m.art.blobs.Flush(ctx); err != nil && ctx.Err() == nil {
+		m.log.Warn("sweep: place pending artifact blobs", "err", err)
+	}
 	list, err := m.drv.List(ctx, map[string]string{LabelNamespace: m.ns})
 	if err != nil {
 		if ctx.Err() == nil {
