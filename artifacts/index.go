@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentbox/agentbox/internal/store"
@@ -20,6 +21,13 @@ import (
 // with a busy timeout, and every write here is a single statement.
 type Index struct {
 	db *sql.DB
+	// get is the statement of Get, prepared on first use: a download server
+	// runs it on every request, and preparing it each time costs as much as
+	// running it.
+	get struct {
+		sync.Mutex
+		stmt *sql.Stmt
+	}
 }
 
 // NewIndex returns the Index kept in s, whose migrations create its table. It
@@ -195,8 +203,11 @@ func newID() string { return strings.ToLower(rand.Text()) }
 
 // Get returns the artifact with the id, or an error wrapping ErrNotFound.
 func (ix *Index) Get(ctx context.Context, id string) (Artifact, error) {
-	a, err := scanArtifact(ix.db.QueryRowContext(ctx,
-		`SELECT `+columns+` FROM artifacts WHERE id = ?`, id))
+	stmt, err := ix.getStmt(ctx)
+	if err != nil {
+		return Artifact{}, fmt.Errorf("get artifact %q: %w", id, err)
+	}
+	a, err := scanArtifact(stmt.QueryRowContext(ctx, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Artifact{}, fmt.Errorf("get artifact %q: %w", id, ErrNotFound)
 	}
@@ -204,6 +215,21 @@ func (ix *Index) Get(ctx context.Context, id string) (Artifact, error) {
 		return Artifact{}, fmt.Errorf("get artifact %q: %w", id, err)
 	}
 	return a, nil
+}
+
+// getStmt returns Get's prepared statement. database/sql prepares it again
+// on each connection that runs it; it is closed with the database.
+func (ix *Index) getStmt(ctx context.Context) (*sql.Stmt, error) {
+	ix.get.Lock()
+	defer ix.get.Unlock()
+	if ix.get.stmt == nil {
+		stmt, err := ix.db.PrepareContext(ctx, `SELECT `+columns+` FROM artifacts WHERE id = ?`)
+		if err != nil {
+			return nil, err
+		}
+		ix.get.stmt = stmt
+	}
+	return ix.get.stmt, nil
 }
 
 // BySession returns the artifacts of a session, every version of every name,
