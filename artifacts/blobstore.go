@@ -165,7 +165,9 @@ func (b *Blobstore) Path(sha256 string) (string, error) {
 }
 
 // Remove deletes the blob; a missing blob is no error. It does not check
-// whether index rows or a concurrent Put still need the blob: GC does.
+// whether index rows or a concurrent Put still need the blob: GC does. A
+// blob still in a pending pack (PackSmall) is placed again by the next
+// Flush: Flush first.
 func (b *Blobstore) Remove(sha256 string) error {
 	if !validSHA256(sha256) {
 		return fmt.Errorf("remove blob %q: %w", sha256, ErrInvalidSHA256)

@@ -63,19 +63,40 @@ func (ix *Index) AddAll(ctx context.Context, list []Artifact) ([]Artifact, error
 	return ix.AddAllAfter(ctx, list, nil)
 }
 
-// AddAllAfter is AddAll whose rows are committed only once durable returns
-// nil: the caller makes the blobs durable meanwhile (a Batch's Commit), and
-// the rows are inserted while it waits for the disk. When durable fails,
-// nothing is recorded and its error is returned. The database stays locked
-// for writing until durable returns. A nil durable is AddAll.
-func (ix *Index) AddAllAfter(ctx context.Context, list []Artifact, durable func() error) ([]Artifact, error) {
-	if len(list) == 0 {
-		if durable != nil {
-			return nil, durable()
+// ErrNotDurable means AddAllAfter recorded nothing because the blobs the
+// rows name did not become durable; the error also wraps why.
+var ErrNotDurable = errors.New("blobs not durable")
+
+// maxDurableHold bounds how long AddAllAfter keeps the database locked for
+// writing while it waits for durable: every other writer of the database
+// (session history, other ingestions) waits meanwhile, and a flush to disk
+// can take seconds when the file system is busy.
+const maxDurableHold = 100 * time.Millisecond
+
+// AddAllAfter is AddAll for rows whose blobs the caller is making durable
+// meanwhile (a Batch's Commit, whose outcome it sends on durable): the rows
+// are inserted while the disk works, and committed only once durable has
+// delivered nil, so that no row ever names content a crash could lose. If
+// the outcome does not come soon after the inserts, the transaction is
+// rolled back and run again once it has. When the outcome is an error,
+// nothing is recorded and the error returned wraps ErrNotDurable and it.
+// AddAllAfter always receives the outcome before it returns, whatever else
+// fails. A nil durable is AddAll.
+func (ix *Index) AddAllAfter(ctx context.Context, list []Artifact, durable <-chan error) ([]Artifact, error) {
+	received := durable == nil
+	var derr error
+	outcome := func() error {
+		if !received {
+			derr, received = <-durable, true
+			if derr != nil {
+				derr = fmt.Errorf("add artifacts: %w: %w", ErrNotDurable, derr)
+			}
 		}
-		return nil, nil
+		return derr
 	}
-	type key struct{ namespace, session, name, sha string }
+	defer outcome()
+
+	list = slices.Clone(list)
 	now := time.Now()
 	for i := range list {
 		if err := checkArtifact(list[i]); err != nil {
@@ -85,6 +106,51 @@ func (ix *Index) AddAllAfter(ctx context.Context, list []Artifact, durable func(
 			list[i].Created = now
 		}
 	}
+	if len(list) == 0 {
+		return nil, outcome()
+	}
+	got, err := ix.insertAll(ctx, list, func() error {
+		if received {
+			return derr
+		}
+		t := time.NewTimer(maxDurableHold)
+		defer t.Stop()
+		select {
+		case err := <-durable:
+			received = true
+			if err != nil {
+				derr = fmt.Errorf("add artifacts: %w: %w", ErrNotDurable, err)
+			}
+			return derr
+		case <-t.C:
+			return errHoldTooLong
+		}
+	})
+	if errors.Is(err, errHoldTooLong) {
+		if err := outcome(); err != nil {
+			return nil, err
+		}
+		got, err = ix.insertAll(ctx, list, outcome)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Artifact, len(list))
+	for i, a := range list {
+		out[i] = got[rowKey{a.Namespace, a.SessionID, a.Name, a.SHA256}]
+	}
+	return out, nil
+}
+
+// errHoldTooLong makes insertAll roll back: the blobs took too long.
+var errHoldTooLong = errors.New("durable outcome late")
+
+// rowKey is what makes an artifact row unique.
+type rowKey struct{ namespace, session, name, sha string }
+
+// insertAll inserts list in one transaction and commits it if ready, called
+// after the inserts, returns nil; it returns the stored rows by key.
+func (ix *Index) insertAll(ctx context.Context, list []Artifact, ready func() error) (map[rowKey]Artifact, error) {
 	tx, err := ix.db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("add artifacts: %w", err)
@@ -92,14 +158,13 @@ func (ix *Index) AddAllAfter(ctx context.Context, list []Artifact, durable func(
 	defer tx.Rollback()
 	// Many rows per statement: with this SQLite, running a statement costs
 	// several times what inserting a row does.
-	got := make(map[key]Artifact, len(list))
+	got := make(map[rowKey]Artifact, len(list))
 	for chunk := range slices.Chunk(list, addChunk) {
-		query := addAllQuery(len(chunk))
 		args := make([]any, 0, len(chunk)*9)
 		for _, a := range chunk {
 			args = append(args, newID(), a.Namespace, a.SessionID, a.SessionKey, a.Name, a.SHA256, a.Size, a.MIME, formatTime(a.Created))
 		}
-		rows, err := tx.QueryContext(ctx, query, args...)
+		rows, err := tx.QueryContext(ctx, addAllQuery(len(chunk)), args...)
 		if err != nil {
 			return nil, fmt.Errorf("add artifacts: %w", err)
 		}
@@ -109,25 +174,21 @@ func (ix *Index) AddAllAfter(ctx context.Context, list []Artifact, durable func(
 				rows.Close()
 				return nil, fmt.Errorf("add artifacts: %w", err)
 			}
-			got[key{a.Namespace, a.SessionID, a.Name, a.SHA256}] = a
+			got[rowKey{a.Namespace, a.SessionID, a.Name, a.SHA256}] = a
 		}
 		if err := rows.Close(); err != nil {
 			return nil, fmt.Errorf("add artifacts: %w", err)
 		}
 	}
-	if durable != nil {
-		if err := durable(); err != nil {
+	if ready != nil {
+		if err := ready(); err != nil {
 			return nil, err
 		}
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("add artifacts: %w", err)
 	}
-	out := make([]Artifact, len(list))
-	for i, a := range list {
-		out[i] = got[key{a.Namespace, a.SessionID, a.Name, a.SHA256}]
-	}
-	return out, nil
+	return got, nil
 }
 
 // addChunk is how many rows one statement of AddAll inserts: 9 parameters

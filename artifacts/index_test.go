@@ -3,6 +3,7 @@ package artifacts_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -284,4 +285,120 @@ func TestAddAllIsOneTransaction(t *testing.T) {
 	if list, _ := ix.BySession(t.Context(), "n", "s"); len(list) != 2 {
 		t.Fatalf("rows: %+v", list)
 	}
+}
+
+// TestAddAllOrderAndDuplicates: rows come back in the list's order, across
+// statement chunks, with duplicates in the list and rows stored already.
+func TestAddAllOrderAndDuplicates(t *testing.T) {
+	ix := artifacts.NewIndex(openStore(t))
+	row := func(i int) artifacts.Artifact {
+		return artifacts.Artifact{Namespace: "n", SessionID: "s", Name: fmt.Sprintf("f%03d", i%170), SHA256: sum(fmt.Appendf(nil, "%d", i%170)), Size: int64(i % 170)}
+	}
+	first, err := ix.Add(t.Context(), row(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list []artifacts.Artifact
+	for i := range 250 { // 80 repeat an earlier one; row 5 exists already
+		list = append(list, row(i))
+	}
+	got, err := ix.AddAll(t.Context(), list)
+	if err != nil || len(got) != len(list) {
+		t.Fatalf("AddAll: %d rows, %v", len(got), err)
+	}
+	ids := map[string]string{}
+	for i, a := range got {
+		if a.Name != list[i].Name || a.SHA256 != list[i].SHA256 || a.ID == "" {
+			t.Fatalf("row %d = %+v, want %s", i, a, list[i].Name)
+		}
+		if prev, ok := ids[a.Name]; ok && prev != a.ID {
+			t.Errorf("%s: two ids %s, %s", a.Name, prev, a.ID)
+		}
+		ids[a.Name] = a.ID
+		if !list[i].Created.IsZero() {
+			t.Fatal("AddAll changed the caller's list")
+		}
+	}
+	if ids[first.Name] != first.ID {
+		t.Errorf("existing row got id %s, want %s", ids[first.Name], first.ID)
+	}
+	if all, _ := ix.BySession(t.Context(), "n", "s"); len(all) != 170 {
+		t.Errorf("%d rows stored, want 170", len(all))
+	}
+}
+
+// TestAddAllAfter: rows become visible only with a nil outcome, which
+// AddAllAfter always receives; a late outcome does not keep other writers
+// of the database waiting.
+func TestAddAllAfter(t *testing.T) {
+	errDisk := errors.New("disk on fire")
+	row := func(name string) artifacts.Artifact {
+		return artifacts.Artifact{Namespace: "n", SessionID: "s", Name: name, SHA256: sum([]byte(name)), Size: 1}
+	}
+	t.Run("durable", func(t *testing.T) {
+		ix := artifacts.NewIndex(openStore(t))
+		ch := make(chan error, 1)
+		ch <- nil
+		if got, err := ix.AddAllAfter(t.Context(), []artifacts.Artifact{row("a")}, ch); err != nil || len(got) != 1 {
+			t.Fatalf("%+v %v", got, err)
+		}
+		if _, err := ix.ByName(t.Context(), "n", "s", "a"); err != nil {
+			t.Error(err)
+		}
+	})
+	t.Run("not durable", func(t *testing.T) {
+		ix := artifacts.NewIndex(openStore(t))
+		ch := make(chan error, 1)
+		ch <- errDisk
+		_, err := ix.AddAllAfter(t.Context(), []artifacts.Artifact{row("a")}, ch)
+		if !errors.Is(err, artifacts.ErrNotDurable) || !errors.Is(err, errDisk) {
+			t.Errorf("err = %v, want ErrNotDurable and the cause", err)
+		}
+		if list, _ := ix.BySession(t.Context(), "n", "s"); len(list) != 0 {
+			t.Errorf("rows recorded: %+v", list)
+		}
+	})
+	t.Run("bad row still receives the outcome", func(t *testing.T) {
+		ix := artifacts.NewIndex(openStore(t))
+		ch := make(chan error) // unbuffered: the send below completes only if received
+		sent := make(chan struct{})
+		go func() { ch <- nil; close(sent) }()
+		bad := row("b")
+		bad.SHA256 = "nope"
+		if _, err := ix.AddAllAfter(t.Context(), []artifacts.Artifact{row("a"), bad}, ch); err == nil {
+			t.Error("a bad row was accepted")
+		}
+		select {
+		case <-sent:
+		case <-time.After(5 * time.Second):
+			t.Error("the outcome was never received")
+		}
+	})
+	t.Run("late outcome", func(t *testing.T) {
+		ix := artifacts.NewIndex(openStore(t))
+		ch := make(chan error)
+		done := make(chan error, 1)
+		go func() {
+			_, err := ix.AddAllAfter(t.Context(), []artifacts.Artifact{row("a")}, ch)
+			done <- err
+		}()
+		// Another writer gets through while the outcome is pending.
+		start := time.Now()
+		if _, err := ix.Add(t.Context(), row("other")); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("another writer waited %v", d)
+		}
+		if _, err := ix.ByName(t.Context(), "n", "s", "a"); !errors.Is(err, artifacts.ErrNotFound) {
+			t.Errorf("row visible before the outcome: %v", err)
+		}
+		ch <- nil
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ix.ByName(t.Context(), "n", "s", "a"); err != nil {
+			t.Errorf("row after the outcome: %v", err)
+		}
+	})
 }

@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // A pack is one file holding the contents of many small blobs, so that a
@@ -155,11 +156,16 @@ func readPackTable(f *os.File) (map[string]packEntry, error) {
 type packs struct {
 	mu      sync.Mutex
 	tables  map[string]map[string]packEntry // by pack file name
-	placing map[string]chan struct{}        // closed when the placement ends
-	wg      sync.WaitGroup
+	placing map[string]*placement           // by pack file name, while it runs
 	// hold, set by tests, keeps Commit from placing packs in the
 	// background: they stay pending, as after a crash.
 	hold bool
+}
+
+// placement is one pack being placed by this process.
+type placement struct {
+	done chan struct{} // closed when it ends
+	err  error         // set before done is closed
 }
 
 // packedBlob reads one blob out of a pack.
@@ -171,22 +177,18 @@ type packedBlob struct {
 func (p packedBlob) Close() error { return p.f.Close() }
 
 // openPacked opens the blob if a pending pack holds it; it returns nil, nil
-// when none does.
+// when none does. A pack whose table cannot be read (damaged, see
+// ErrCorruptPack; Flush reports it) holds nothing as far as Open goes.
 func (b *Blobstore) openPacked(sha string) (io.ReadSeekCloser, error) {
 	dir := filepath.Join(b.dir, pendingDir)
 	names, err := b.pendingPacks()
 	if err != nil {
 		return nil, err
 	}
-	var errs []error
 	for _, name := range names {
 		table, err := b.packTable(name)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // placed meanwhile
-		}
 		if err != nil {
-			errs = append(errs, err)
-			continue
+			continue // placed meanwhile, or damaged
 		}
 		e, ok := table[sha]
 		if !ok {
@@ -201,7 +203,7 @@ func (b *Blobstore) openPacked(sha string) (io.ReadSeekCloser, error) {
 		}
 		return packedBlob{io.NewSectionReader(f, e.off, e.size), f}, nil
 	}
-	return nil, errors.Join(errs...)
+	return nil, nil
 }
 
 // pendingPacks lists the pending packs' file names and forgets the tables
@@ -257,7 +259,9 @@ func (b *Blobstore) packTable(name string) (map[string]packEntry, error) {
 	return table, nil
 }
 
-// placeLater places a pack Commit just named, in the background.
+// placeLater places a pack Commit just named, in the background. An error
+// leaves the pack pending: Open keeps serving its blobs, and the next Flush
+// (the session manager's sweep runs one) tries again and reports it.
 func (b *Blobstore) placeLater(name string) {
 	b.packs.mu.Lock()
 	hold := b.packs.hold
@@ -265,18 +269,17 @@ func (b *Blobstore) placeLater(name string) {
 	if hold {
 		return
 	}
-	b.packs.wg.Go(func() {
-		// An error leaves the pack pending: Open keeps serving its blobs,
-		// and the next Flush or GC tries again and reports it.
-		b.place(context.Background(), name)
-	})
+	if p, mine := b.startPlacing(name); mine {
+		go b.runPlacing(context.Background(), name, p)
+	}
 }
 
 // Flush places the blobs of every pending pack, this process's and any a
-// crashed process left, under their final names, and removes the packs. It
-// waits for the placements running in the background too. A pack that cannot
-// be placed stays pending (Open still serves its blobs) and its error is
-// returned; a placement that ctx stops leaves its pack pending as well.
+// crashed process left, under their final names, and removes the packs,
+// waiting for placements already running in the background. A pack that
+// cannot be placed stays pending (Open still serves its blobs) and its error
+// is returned. When ctx ends, Flush returns its cause; placements it started
+// stop and leave their packs pending, those running in the background go on.
 func (b *Blobstore) Flush(ctx context.Context) error {
 	names, err := b.pendingPacks()
 	if err != nil {
@@ -287,55 +290,67 @@ func (b *Blobstore) Flush(ctx context.Context) error {
 		if err := b.place(ctx, name); err != nil {
 			errs = append(errs, err)
 		}
+		if ctx.Err() != nil {
+			break
+		}
 	}
-	b.packs.wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("flush blobs: %w", err)
 	}
 	return nil
 }
 
-// place places the blobs of one pending pack and removes it. When this
-// process is placing the pack already, it waits for that placement instead
-// and returns nil: a pack that placement fails to place stays pending for
-// the next Flush.
+// place places the blobs of one pending pack and removes it, or waits for
+// the placement of it this process runs already, and returns its error.
 func (b *Blobstore) place(ctx context.Context, name string) error {
-	b.packs.mu.Lock()
-	if b.packs.placing == nil {
-		b.packs.placing = map[string]chan struct{}{}
+	p, mine := b.startPlacing(name)
+	if mine {
+		b.runPlacing(ctx, name, p)
 	}
-	if done, ok := b.packs.placing[name]; ok {
-		b.packs.mu.Unlock()
-		select {
-		case <-done:
-			return nil
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		}
+	select {
+	case <-p.done:
+		return p.err
+	case <-ctx.Done():
+		return context.Cause(ctx)
 	}
-	done := make(chan struct{})
-	b.packs.placing[name] = done
-	b.packs.mu.Unlock()
-	defer func() {
-		b.packs.mu.Lock()
-		delete(b.packs.placing, name)
-		b.packs.mu.Unlock()
-		close(done)
-	}()
+}
 
+// startPlacing registers a placement of the pack, or returns the one
+// running; mine says whether the caller must run it (runPlacing).
+func (b *Blobstore) startPlacing(name string) (p *placement, mine bool) {
+	b.packs.mu.Lock()
+	defer b.packs.mu.Unlock()
+	if p, ok := b.packs.placing[name]; ok {
+		return p, false
+	}
+	if b.packs.placing == nil {
+		b.packs.placing = map[string]*placement{}
+	}
+	p = &placement{done: make(chan struct{})}
+	b.packs.placing[name] = p
+	return p, true
+}
+
+// runPlacing places the pack and ends the placement p with the outcome.
+func (b *Blobstore) runPlacing(ctx context.Context, name string, p *placement) {
 	err := b.placePack(ctx, filepath.Join(b.dir, pendingDir, name))
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil // another process placed it
+		err = nil // another process placed it
+	} else if err != nil {
+		err = fmt.Errorf("place pack %s: %w", name, err)
 	}
-	if err != nil {
-		return fmt.Errorf("place pack %s: %w", name, err)
-	}
-	return nil
+	b.packs.mu.Lock()
+	delete(b.packs.placing, name)
+	b.packs.mu.Unlock()
+	p.err = err
+	close(p.done)
 }
 
 // placePack copies every blob of the pack at path that is not in place yet
 // into a batch of its own, commits it, then removes the pack. Each blob is
-// hashed again on the way: a pack damaged on disk places nothing wrong.
+// hashed again on the way: a pack damaged on disk places nothing wrong. A
+// blob whose bytes do not match its name is left out and reported, and the
+// pack stays; the others are placed.
 func (b *Blobstore) placePack(ctx context.Context, path string) error {
 	f, err := os.Open(path)
 	if err != nil {
@@ -348,8 +363,12 @@ func (b *Blobstore) placePack(ctx context.Context, path string) error {
 	}
 	bt := b.newBatch(!syncfsAvailable())
 	defer bt.Abort()
+	now := time.Now()
+	var found []string // folders of blobs in place already
+	var bad []error
 	for sum, e := range table {
-		if _, err := os.Stat(b.path(sum)); err == nil {
+		if err := os.Chtimes(b.path(sum), now, now); err == nil {
+			found = append(found, filepath.Dir(b.path(sum)))
 			continue
 		}
 		got, _, err := bt.put(ctx, io.NewSectionReader(f, e.off, e.size), -1)
@@ -357,16 +376,48 @@ func (b *Blobstore) placePack(ctx context.Context, path string) error {
 			return err
 		}
 		if got != sum {
-			return fmt.Errorf("%w: blob %s has content %s", ErrCorruptPack, sum, got)
+			// Placed under the name of what it holds, which nothing
+			// refers to: GC will collect it.
+			bad = append(bad, fmt.Errorf("%w: blob %s has content %s", ErrCorruptPack, sum, got))
 		}
 	}
 	if err := bt.Commit(ctx); err != nil {
+		return err
+	}
+	// A blob found in place may have been renamed there by a batch that has
+	// not flushed yet: its name must be durable before the pack goes.
+	if len(found) > 0 {
+		if err := b.syncFolders(found); err != nil {
+			return err
+		}
+	}
+	if err := errors.Join(bad...); err != nil {
 		return err
 	}
 	// The blobs are durable under their names: the pack may go. Should the
 	// removal be lost in a crash, the next Flush finds every blob in place.
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
+	}
+	return nil
+}
+
+// syncFolders makes the names in the folders durable: one syncfs, or an
+// fsync of each folder where syncfs is unavailable.
+func (b *Blobstore) syncFolders(dirs []string) error {
+	if syncfsAvailable() {
+		d, err := os.Open(b.dir)
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		return syncfs(d)
+	}
+	slices.Sort(dirs)
+	for _, d := range slices.Compact(dirs) {
+		if err := syncDir(d); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -508,3 +508,68 @@ func TestPackDownload(t *testing.T) {
 		}
 	}
 }
+
+// TestPackCommitsDuringFlush: batches commit (and start background
+// placements) while other goroutines Flush over and over: nothing panics or
+// hangs, a Flush bounded by its context returns in time, and in the end
+// every blob is placed.
+func TestPackCommitsDuringFlush(t *testing.T) {
+	dir := t.TempDir()
+	b := NewBlobstore(dir)
+	stop := time.Now().Add(time.Second)
+	var all sync.Map
+	var wg sync.WaitGroup
+	for w := range 2 {
+		wg.Go(func() {
+			for i := 0; time.Now().Before(stop); i++ {
+				bt := b.NewBatch(PackSmall())
+				for j := range 5 {
+					c := fmt.Appendf(nil, "writer %d batch %d blob %d", w, i, j)
+					if _, _, err := bt.Put(t.Context(), bytes.NewReader(c), 0); err != nil {
+						t.Error(err)
+						return
+					}
+					all.Store(hexSum(c), c)
+				}
+				if err := bt.Commit(t.Context()); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	for range 2 {
+		wg.Go(func() {
+			for time.Now().Before(stop) {
+				ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+				start := time.Now()
+				err := b.Flush(ctx)
+				cancel()
+				if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+					t.Error(err)
+				}
+				if d := time.Since(start); d > 10*time.Second {
+					t.Errorf("Flush took %v with a 2 s context", d)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := b.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if p := dirNames(t, filepath.Join(dir, pendingDir)); len(p) != 0 {
+		t.Errorf("pending %v after the last Flush", p)
+	}
+	n := 0
+	all.Range(func(k, v any) bool {
+		n++
+		if got, err := os.ReadFile(b.path(k.(string))); err != nil || !bytes.Equal(got, v.([]byte)) {
+			t.Errorf("blob %s: %q, %v", k, got, err)
+		}
+		return true
+	})
+	if n == 0 {
+		t.Fatal("no batch committed")
+	}
+}

@@ -197,25 +197,15 @@ func (m *Manager) ingest(ctx context.Context, e *entry, res *Result, files []ker
 	}
 	committed := make(chan error, 1)
 	go func() { committed <- batch.Commit(ctx) }()
-	var cerr error
-	waited := false
-	durable := func() error {
-		if !waited {
-			cerr, waited = <-committed, true
+	added, err := m.art.index.AddAllAfter(ctx, rows, committed)
+	if err != nil {
+		reason := "index: "
+		if errors.Is(err, artifacts.ErrNotDurable) {
+			reason = "store: "
 		}
-		return cerr
-	}
-	added, aerr := m.art.index.AddAllAfter(ctx, rows, durable)
-	switch {
-	case durable() != nil:
-		m.log.Warn("store artifacts", "session_id", e.id, "err", cerr)
+		m.log.Warn("store artifacts", "session_id", e.id, "err", err)
 		for _, p := range stored {
-			skip(p.name, "store: "+cerr.Error())
-		}
-	case aerr != nil:
-		m.log.Warn("index artifacts", "session_id", e.id, "err", aerr)
-		for _, p := range stored {
-			skip(p.name, "index: "+aerr.Error())
+			skip(p.name, reason+err.Error())
 		}
 	}
 	for _, a := range added {
