@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sync"
@@ -44,6 +45,10 @@ type Blobstore struct {
 	// default DefaultGrace. An ingestion must add the index row within Grace
 	// of its Put or Commit, and Commit a Batch within Grace of its Puts.
 	Grace time.Duration
+
+	// Logger, when set, logs the placements of packed blobs that fail in
+	// the background (PackSmall); the next Flush tries them again.
+	Logger *slog.Logger
 
 	dir string
 

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -168,17 +169,16 @@ type placement struct {
 	err  error         // set before done is closed
 }
 
-// packedBlob reads one blob out of a pack.
-type packedBlob struct {
-	*io.SectionReader
-	f *os.File
-}
+// packedBlob is a blob read out of a pack and checked against its name.
+type packedBlob struct{ *bytes.Reader }
 
-func (p packedBlob) Close() error { return p.f.Close() }
+func (packedBlob) Close() error { return nil }
 
-// openPacked opens the blob if a pending pack holds it; it returns nil, nil
-// when none does. A pack whose table cannot be read (damaged, see
-// ErrCorruptPack; Flush reports it) holds nothing as far as Open goes.
+// openPacked returns the blob if a pending pack holds it; it returns nil,
+// nil when none does. A pack whose table cannot be read, or whose copy of
+// the blob does not match its name (damaged, see ErrCorruptPack; Flush
+// reports it), holds nothing as far as Open goes. The blob is read whole
+// and hashed: it is small, and it is served only until it is placed.
 func (b *Blobstore) openPacked(sha string) (io.ReadSeekCloser, error) {
 	dir := filepath.Join(b.dir, pendingDir)
 	names, err := b.pendingPacks()
@@ -191,7 +191,7 @@ func (b *Blobstore) openPacked(sha string) (io.ReadSeekCloser, error) {
 			continue // placed meanwhile, or damaged
 		}
 		e, ok := table[sha]
-		if !ok {
+		if !ok || e.size > packMax {
 			continue
 		}
 		f, err := os.Open(filepath.Join(dir, name))
@@ -201,7 +201,16 @@ func (b *Blobstore) openPacked(sha string) (io.ReadSeekCloser, error) {
 		if err != nil {
 			return nil, err
 		}
-		return packedBlob{io.NewSectionReader(f, e.off, e.size), f}, nil
+		content := make([]byte, e.size)
+		_, err = f.ReadAt(content, e.off)
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+		if h := sha256.Sum256(content); hex.EncodeToString(h[:]) != sha {
+			continue
+		}
+		return packedBlob{bytes.NewReader(content)}, nil
 	}
 	return nil, nil
 }
@@ -260,8 +269,9 @@ func (b *Blobstore) packTable(name string) (map[string]packEntry, error) {
 }
 
 // placeLater places a pack Commit just named, in the background. An error
-// leaves the pack pending: Open keeps serving its blobs, and the next Flush
-// (the session manager's sweep runs one) tries again and reports it.
+// is logged (Logger) and leaves the pack pending: Open keeps serving its
+// blobs, and the next Flush (the session manager's sweep runs one) tries
+// again and reports it.
 func (b *Blobstore) placeLater(name string) {
 	b.packs.mu.Lock()
 	hold := b.packs.hold
@@ -270,7 +280,12 @@ func (b *Blobstore) placeLater(name string) {
 		return
 	}
 	if p, mine := b.startPlacing(name); mine {
-		go b.runPlacing(context.Background(), name, p)
+		go func() {
+			b.runPlacing(context.Background(), name, p)
+			if p.err != nil && b.Logger != nil {
+				b.Logger.Warn("place packed blobs (the next flush tries again)", "err", p.err)
+			}
+		}()
 	}
 }
 

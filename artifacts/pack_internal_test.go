@@ -332,6 +332,9 @@ func TestPackCorrupt(t *testing.T) {
 					c.damage(t, filepath.Join(dir, pendingDir, p[0]))
 				}
 			}
+			if _, err := NewBlobstore(dir).Open(hexSum(bad)); !errors.Is(err, ErrBlobMissing) {
+				t.Errorf("Open of the damaged pack's blob = %v, want ErrBlobMissing", err)
+			}
 			err := NewBlobstore(dir).Flush(t.Context())
 			if !errors.Is(err, ErrCorruptPack) {
 				t.Errorf("Flush = %v, want ErrCorruptPack", err)

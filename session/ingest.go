@@ -77,7 +77,9 @@ func (m *Manager) openArtifacts() error {
 	if err != nil {
 		return err
 	}
-	m.art = artifactStore{blobs: artifacts.NewBlobstore(m.cfg.BlobstoreDir), index: artifacts.NewIndex(m.store), signer: signer}
+	blobs := artifacts.NewBlobstore(m.cfg.BlobstoreDir)
+	blobs.Logger = m.log
+	m.art = artifactStore{blobs: blobs, index: artifacts.NewIndex(m.store), signer: signer}
 	return nil
 }
 
