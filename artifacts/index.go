@@ -156,28 +156,10 @@ func (ix *Index) insertAll(ctx context.Context, list []Artifact, ready func() er
 		return nil, fmt.Errorf("add artifacts: %w", err)
 	}
 	defer tx.Rollback()
-	// Many rows per statement: with this SQLite, running a statement costs
-	// several times what inserting a row does.
 	got := make(map[rowKey]Artifact, len(list))
 	for chunk := range slices.Chunk(list, addChunk) {
-		args := make([]any, 0, len(chunk)*9)
-		for _, a := range chunk {
-			args = append(args, newID(), a.Namespace, a.SessionID, a.SessionKey, a.Name, a.SHA256, a.Size, a.MIME, formatTime(a.Created))
-		}
-		rows, err := tx.QueryContext(ctx, addAllQuery(len(chunk)), args...)
-		if err != nil {
-			return nil, fmt.Errorf("add artifacts: %w", err)
-		}
-		for rows.Next() {
-			a, err := scanArtifact(rows)
-			if err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("add artifacts: %w", err)
-			}
-			got[rowKey{a.Namespace, a.SessionID, a.Name, a.SHA256}] = a
-		}
-		if err := rows.Close(); err != nil {
-			return nil, fmt.Errorf("add artifacts: %w", err)
+		if err := insertChunk(ctx, tx, chunk, got); err != nil {
+			return nil, err
 		}
 	}
 	if ready != nil {
@@ -189,6 +171,32 @@ func (ix *Index) insertAll(ctx context.Context, list []Artifact, ready func() er
 		return nil, fmt.Errorf("add artifacts: %w", err)
 	}
 	return got, nil
+}
+
+// insertChunk inserts rows with one statement (with this SQLite, running a
+// statement costs several times what inserting a row does) and puts the
+// stored rows into got.
+func insertChunk(ctx context.Context, tx *sql.Tx, chunk []Artifact, got map[rowKey]Artifact) error {
+	args := make([]any, 0, len(chunk)*9)
+	for _, a := range chunk {
+		args = append(args, newID(), a.Namespace, a.SessionID, a.SessionKey, a.Name, a.SHA256, a.Size, a.MIME, formatTime(a.Created))
+	}
+	rows, err := tx.QueryContext(ctx, addAllQuery(len(chunk)), args...)
+	if err != nil {
+		return fmt.Errorf("add artifacts: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		a, err := scanArtifact(rows)
+		if err != nil {
+			return fmt.Errorf("add artifacts: %w", err)
+		}
+		got[rowKey{a.Namespace, a.SessionID, a.Name, a.SHA256}] = a
+	}
+	if err := rows.Close(); err != nil {
+		return fmt.Errorf("add artifacts: %w", err)
+	}
+	return nil
 }
 
 // addChunk is how many rows one statement of AddAll inserts: 9 parameters
