@@ -24,7 +24,8 @@ func (ix *Index) DeleteSession(ctx context.Context, namespace, sessionID string)
 
 // Prune deletes the index rows, of every session, last ingested before
 // olderThan and returns how many it deleted. The blobs stay until GC finds
-// them unreferenced.
+// them unreferenced. It scans the table: an index on the time would slow
+// every ingestion for the sake of this rare, offline call.
 func (ix *Index) Prune(ctx context.Context, olderThan time.Time) (n int, err error) {
 	res, err := ix.db.ExecContext(ctx,
 		`DELETE FROM artifacts WHERE created < ?`, formatTime(olderThan))
