@@ -79,3 +79,27 @@ func TestGCRestoresAfterCrash(t *testing.T) {
 		t.Errorf("blob not restored: %v", err)
 	}
 }
+
+// TestNewID: ids are 26 lowercase base32 characters, distinct, and ordered
+// by their millisecond.
+func TestNewID(t *testing.T) {
+	seen := map[string]bool{}
+	prev := ""
+	for i := range 20000 {
+		id := newID()
+		if len(id) != 26 || strings.ToLower(id) != id || strings.Trim(id, "abcdefghijklmnopqrstuvwxyz234567") != "" {
+			t.Fatalf("id %q", id)
+		}
+		if seen[id] {
+			t.Fatalf("id %q twice", id)
+		}
+		seen[id] = true
+		if i%1000 == 0 {
+			time.Sleep(2 * time.Millisecond)
+			if id[:9] < prev {
+				t.Errorf("id %q sorts before the earlier %q", id, prev)
+			}
+			prev = id[:9]
+		}
+	}
+}
