@@ -268,8 +268,8 @@ func checkArtifact(a Artifact) error {
 	return nil
 }
 
-// newID returns a fresh artifact ID: 26 lowercase base32 characters (they
-// survive case-folding) for 48 bits of the time in milliseconds then 80
+// newID returns a fresh artifact ID: 26 lowercase base32hex characters
+// (they survive case-folding) for 48 bits of the time in milliseconds then 80
 // random bits. The random part keeps it unguessable (and a download needs a
 // token signed for the id besides); the time in front makes new rows land at
 // the end of the id index instead of anywhere in it, which makes an
@@ -281,7 +281,10 @@ func newID() string {
 	return strings.ToLower(idEncoding.EncodeToString(b[:]))
 }
 
-var idEncoding = base32.StdEncoding.WithPadding(base32.NoPadding)
+// idEncoding is base32 with the extended hex alphabet, whose characters sort
+// as the bits they stand for (the standard alphabet's "2"-"7" sort before
+// its letters), so ids sort by their time.
+var idEncoding = base32.HexEncoding.WithPadding(base32.NoPadding)
 
 // Get returns the artifact with the id, or an error wrapping ErrNotFound.
 func (ix *Index) Get(ctx context.Context, id string) (Artifact, error) {

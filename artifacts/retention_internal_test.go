@@ -80,14 +80,14 @@ func TestGCRestoresAfterCrash(t *testing.T) {
 	}
 }
 
-// TestNewID: ids are 26 lowercase base32 characters, distinct, and ordered
+// TestNewID: ids are 26 lowercase base32hex characters, distinct, and sort
 // by their millisecond.
 func TestNewID(t *testing.T) {
 	seen := map[string]bool{}
 	prev := ""
 	for i := range 20000 {
 		id := newID()
-		if len(id) != 26 || strings.ToLower(id) != id || strings.Trim(id, "abcdefghijklmnopqrstuvwxyz234567") != "" {
+		if len(id) != 26 || strings.ToLower(id) != id || strings.Trim(id, "0123456789abcdefghijklmnopqrstuv") != "" {
 			t.Fatalf("id %q", id)
 		}
 		if seen[id] {
