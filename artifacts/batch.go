@@ -170,8 +170,8 @@ func (bt *Batch) putPacked(ctx context.Context, content []byte) (string, int64, 
 	switch {
 	case bt.done:
 		return "", 0, fmt.Errorf("put blob: %w", errBatchDone)
-	case bt.inPack[sum] || bt.bySum[sum] != nil:
-		return sum, size, nil // the batch holds this content already
+	case bt.inPack[sum]:
+		return sum, size, nil // the pack holds this content already
 	}
 	if bt.pack == nil {
 		f, err := os.CreateTemp(filepath.Join(bt.b.dir, tmpDir), packPrefix+"*")

@@ -138,23 +138,24 @@ func (b *Blobstore) Open(sha256 string) (io.ReadSeekCloser, error) {
 	if !validSHA256(sha256) {
 		return nil, fmt.Errorf("open blob %q: %w", sha256, ErrInvalidSHA256)
 	}
-	// Placing a blob names it before it removes its pack, so a blob that is
-	// in neither place on the second look at its name is truly missing.
-	for range 2 {
-		f, err := os.Open(b.path(sha256))
-		if err == nil {
-			return f, nil
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("open blob %s: %w", sha256, err)
-		}
-		r, err := b.openPacked(sha256)
-		if err != nil {
+	// Placing a blob names it before it removes its pack, so a blob in
+	// neither place when its name is looked at again is truly missing.
+	f, err := os.Open(b.path(sha256))
+	if errors.Is(err, fs.ErrNotExist) {
+		var r io.ReadSeekCloser
+		if r, err = b.openPacked(sha256); err != nil {
 			return nil, fmt.Errorf("open blob %s: %w", sha256, err)
 		}
 		if r != nil {
 			return r, nil
 		}
+		f, err = os.Open(b.path(sha256))
+	}
+	if err == nil {
+		return f, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("open blob %s: %w", sha256, err)
 	}
 	return nil, fmt.Errorf("open blob %s: %w", sha256, ErrBlobMissing)
 }

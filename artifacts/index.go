@@ -87,12 +87,16 @@ const maxDurableHold = 100 * time.Millisecond
 func (ix *Index) AddAllAfter(ctx context.Context, list []Artifact, durable <-chan error) ([]Artifact, error) {
 	received := durable == nil
 	var derr error
+	receive := func(err error) error {
+		received = true
+		if err != nil {
+			derr = fmt.Errorf("add artifacts: %w: %w", ErrNotDurable, err)
+		}
+		return derr
+	}
 	outcome := func() error {
 		if !received {
-			derr, received = <-durable, true
-			if derr != nil {
-				derr = fmt.Errorf("add artifacts: %w: %w", ErrNotDurable, derr)
-			}
+			return receive(<-durable)
 		}
 		return derr
 	}
@@ -119,11 +123,7 @@ func (ix *Index) AddAllAfter(ctx context.Context, list []Artifact, durable <-cha
 		defer t.Stop()
 		select {
 		case err := <-durable:
-			received = true
-			if err != nil {
-				derr = fmt.Errorf("add artifacts: %w: %w", ErrNotDurable, err)
-			}
-			return derr
+			return receive(err)
 		case <-t.C:
 			return errHoldTooLong
 		}

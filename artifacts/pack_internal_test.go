@@ -16,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/iotest"
 	"time"
 )
 
@@ -169,14 +170,10 @@ func TestPackSmall(t *testing.T) {
 	if err := b.Flush(t.Context()); err != nil {
 		t.Error(err)
 	}
-	if n, err := b.GC(t.Context(), noRefsInternal{}); err != nil || n != 0 {
+	if n, err := b.GC(t.Context(), refSet{}); err != nil || n != 0 {
 		t.Errorf("GC = %d, %v; want nothing removed", n, err)
 	}
 }
-
-type noRefsInternal struct{}
-
-func (noRefsInternal) Referenced(context.Context, string) (bool, error) { return false, nil }
 
 // TestPackPlacedInBackground: without a crash, Commit's pack is placed in
 // the background; readers opening the blobs all along always get the right
@@ -385,10 +382,10 @@ func TestPackPutLimits(t *testing.T) {
 		t.Errorf("Put of 2×packMax, max packMax+1 = %v", err)
 	}
 	errBoom := errors.New("boom")
-	if _, _, err := bt.Put(t.Context(), io.MultiReader(strings.NewReader("part"), iotestErr{errBoom}), 0); !errors.Is(err, errBoom) {
+	if _, _, err := bt.Put(t.Context(), io.MultiReader(strings.NewReader("part"), iotest.ErrReader(errBoom)), 0); !errors.Is(err, errBoom) {
 		t.Errorf("Put of a failing reader = %v, want its error", err)
 	}
-	done, cancel := contextWithCancel(t)
+	done, cancel := context.WithCancel(t.Context())
 	cancel()
 	if _, _, err := bt.Put(done, strings.NewReader("late"), 0); err == nil {
 		t.Error("Put with a done context succeeded")
@@ -416,14 +413,6 @@ func (c *countReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-type iotestErr struct{ err error }
-
-func (e iotestErr) Read([]byte) (int, error) { return 0, e.err }
-
-func contextWithCancel(t *testing.T) (context.Context, context.CancelFunc) {
-	return context.WithCancel(t.Context())
-}
-
 // TestPackTornTemp: a pack whose batch died before Commit stays a temp file,
 // never read, and GC removes it once older than Grace.
 func TestPackTornTemp(t *testing.T) {
@@ -444,7 +433,7 @@ func TestPackTornTemp(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := NewBlobstore(dir).GC(t.Context(), noRefsInternal{}); err != nil {
+	if _, err := NewBlobstore(dir).GC(t.Context(), refSet{}); err != nil {
 		t.Fatal(err)
 	}
 	if tmp := dirNames(t, filepath.Join(dir, tmpDir)); len(tmp) != 0 {
