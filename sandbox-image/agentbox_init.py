@@ -16,7 +16,11 @@ It owns everything that must outlive the Python namespace:
 * it turns timeouts and interrupts into SIGINT, and kills and restarts a worker
   that ignores SIGINT for longer than the grace period, saying that state was
   lost;
-* it reaps orphaned processes, as any PID 1 must.
+* it reaps orphaned processes, as any PID 1 must;
+* it keeps user code away from itself: started as root with a handful of
+  capabilities, it runs the worker as the sandbox user (AGENTBOX_USER) with
+  none, so that code can neither trace it, read its memory, signal it, nor
+  talk to its sockets (it serves only peers of its own uid).
 
 The wire protocol (one JSON object per line) is described in kernel/doc.go of
 the Go module; PROTOCOL must equal kernel.ProtocolVersion there.
@@ -25,6 +29,7 @@ Standard library only.
 
 import codecs
 import collections
+import ctypes
 import errno
 import os
 import select
@@ -32,6 +37,7 @@ import selectors
 import signal
 import socket
 import stat
+import struct
 import sys
 import time
 import uuid
@@ -60,6 +66,10 @@ MAX_ID = 256
 ORPHAN_OUTPUT = 64 << 10
 # The worker reads requests on CONTROL_FD and writes replies on CONTROL_FD + 1.
 CONTROL_FD = 3
+# Where the worker lives: its home and working folder.
+SESSION_DIR = "/session"
+PR_SET_DUMPABLE = 4
+PR_CAPBSET_DROP = 24
 # What one read asks for. Not more: os.read allocates the size asked up front,
 # and a megabyte costs more than the read itself; a pipe holds 64 KiB anyway.
 READ_SIZE = 64 << 10
@@ -71,6 +81,85 @@ def log(msg):
         os.write(2, ("agentbox-init: %s\n" % msg).encode("utf-8", "replace"))
     except OSError:
         pass
+
+
+# -- privileges: the init and the sandbox user ---------------------------------
+
+def parse_user(spec):
+    """Returns (uid, gid) for "uid", "uid:gid", "name" or "name:group"; None
+    when spec is empty."""
+    if not spec:
+        return None
+    import grp
+    import pwd
+    user, _, group = spec.partition(":")
+    try:
+        uid = int(user)
+        gid = uid
+    except ValueError:
+        pw = pwd.getpwnam(user)
+        uid, gid = pw.pw_uid, pw.pw_gid
+    if group:
+        try:
+            gid = int(group)
+        except ValueError:
+            gid = grp.getgrnam(group).gr_gid
+    return uid, gid
+
+
+def libc():
+    try:
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+
+
+def make_undumpable():
+    """No core dumps and no /proc/1/{mem,fd,environ} for anyone but root, even
+    if the worker ever shared our uid."""
+    c = libc()
+    if c is None or c.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        log("could not make the init undumpable")
+
+
+def drop_bounding_set():
+    """Clears the capability bounding set of this (worker) process, so that
+    nothing it executes can gain a capability, whatever file it runs."""
+    c = libc()
+    if c is None:
+        return
+    for cap in range(64):
+        if c.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() == errno.EINVAL:
+            break  # past the last capability this kernel knows
+
+
+class SandboxUser:
+    """Runs what the init does on behalf of user code (listing its files) with
+    the sandbox user's permissions: effective ids only, so the init keeps its
+    real uid, and with it its protection from that user."""
+
+    def __init__(self, ids):
+        self.ids = ids if ids is not None and os.geteuid() == 0 and ids[0] != 0 else None
+
+    def __enter__(self):
+        if self.ids is not None:
+            os.setegid(self.ids[1])
+            os.seteuid(self.ids[0])
+        return self
+
+    def __exit__(self, *exc):
+        if self.ids is not None:
+            os.seteuid(0)
+            os.setegid(0)
+        return False
+
+
+def peer_uid(sock):
+    try:
+        creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    except OSError:
+        return None
+    return struct.unpack("3i", creds)[1]
 
 
 # -- cgroup: tell an out-of-memory kill from any other SIGKILL ------------------
@@ -413,6 +502,13 @@ class Init:
         self.crash_times = collections.deque(maxlen=5)
         self.started = time.time()
         self.stopping = False
+        # Started as root without saying whom to run code as: the image's
+        # sandbox user, never root by accident.
+        default_user = "1000:1000" if os.getuid() == 0 else ""
+        self.user = parse_user(os.environ.get("AGENTBOX_USER", default_user))
+        self.refused = 0
+        self.as_user = SandboxUser(self.user)
+        self.uid = os.getuid()
 
     # -- set-up ---------------------------------------------------------
 
@@ -471,6 +567,11 @@ class Init:
                 for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
                     signal.signal(sig, signal.SIG_DFL)
                 signal.set_wakeup_fd(-1)
+                try:
+                    self.become_sandbox_user()
+                except Exception as e:
+                    log("cannot start the kernel as the sandbox user %r: %s" % (self.user, e))
+                    raise
                 null = os.open(os.devnull, os.O_RDONLY)
                 os.dup2(null, 0)
                 os.dup2(out_w, 1)
@@ -494,6 +595,24 @@ class Init:
         self.sel.register(ctrl_r, selectors.EVENT_READ, "ctrl")
         self.sel.register(out_r, selectors.EVENT_READ, "stdout")
         self.sel.register(err_r, selectors.EVENT_READ, "stderr")
+
+    def become_sandbox_user(self):
+        """In the worker, before it runs anything: the sandbox user, no
+        supplementary groups, no capabilities, not even in the bounding set.
+        Failing any step is fatal: a worker must never run as the init."""
+        ids = self.user
+        if ids is not None and os.getuid() == 0 and ids[0] != 0:
+            drop_bounding_set()
+            os.setgroups([])
+            os.setresgid(ids[1], ids[1], ids[1])
+            os.setresuid(ids[0], ids[0], ids[0])
+            if os.getuid() != ids[0] or os.geteuid() != ids[0]:
+                raise OSError("still uid %d after setresuid" % os.geteuid())
+        try:
+            os.chdir(SESSION_DIR)
+        except OSError:
+            pass
+        self.seed_matplotlib()
 
     def read_output(self, name, fd):
         while True:
@@ -620,7 +739,8 @@ class Init:
         if ex.scan is not None:
             # Listed here, in the same frame, so that finding an execution's
             # new files costs no extra round trip.
-            ex.result["files"], ex.result["more"] = list_files(*ex.scan)
+            with self.as_user:
+                ex.result["files"], ex.result["more"] = list_files(*ex.scan)
         subscribers, ex.subscribers = ex.subscribers, []
         for c in subscribers:
             c.send(ex.result)
@@ -738,7 +858,8 @@ class Init:
         if not valid_scan(root, limit):
             client.send({"type": "error", "req": req, "code": "bad_request", "message": "scan needs an absolute \"path\" and a positive \"max\""})
             return
-        files, more = list_files(root, limit)
+        with self.as_user:
+            files, more = list_files(root, limit)
         client.send({"type": "files", "req": req, "files": files, "more": more})
 
     def finish_unstarted(self, ex):
@@ -905,7 +1026,7 @@ class Init:
 
     def run(self):
         self.signals()
-        self.seed_matplotlib()
+        make_undumpable()
         self.listen()
         self.spawn()
         while True:
@@ -963,6 +1084,15 @@ class Init:
                 if e.errno in (errno.EMFILE, errno.ENFILE):
                     log("accept: %s" % e)
                 return
+            uid = peer_uid(sock)
+            if uid != self.uid:
+                # User code (another uid) knocking: it gets nothing, not
+                # even a hello.
+                self.refused += 1
+                if self.refused <= 3:
+                    log("refused a connection from uid %s" % uid)
+                sock.close()
+                continue
             if self.listeners[listener] == "handoff":
                 # Its first message carries the stream's two ends.
                 sock.setblocking(False)

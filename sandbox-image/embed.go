@@ -43,6 +43,29 @@ const (
 	BridgePath = "/opt/agentbox/agentbox_bridge.py"
 )
 
+// The sandbox's two users. The init (PID 1) runs as root with only the
+// capabilities it needs to start the kernel worker as the sandbox user and to
+// signal it; the worker, and everything user code starts, runs as the
+// sandbox user with no capabilities at all. Separate uids are what keep user
+// code from tracing, signalling or talking to the init: the kernel refuses
+// ptrace and kill across uids without CAP_SYS_PTRACE and CAP_KILL, and the
+// init serves only peers of its own uid (SO_PEERCRED).
+const (
+	// InitUser is the user of the container's first process.
+	InitUser = "0:0"
+	// BridgeUser is the user the host runs the bridge as (docker exec -u).
+	BridgeUser = "0"
+	// UserEnv names the environment variable that tells the init which
+	// user ("uid:gid") runs the kernel worker.
+	UserEnv = "AGENTBOX_USER"
+)
+
+// InitCapabilities are the capabilities the container keeps (all others
+// are dropped) for its init: SETUID and SETGID to start the worker as the
+// sandbox user, KILL to interrupt and stop it across uids, SETPCAP to clear
+// the worker's bounding set so nothing it runs can ever regain one.
+func InitCapabilities() []string { return []string{"SETUID", "SETGID", "KILL", "SETPCAP"} }
+
 // BridgeCommand is the command a host runs with `docker exec -i` to open a
 // private stream to the kernel.
 func BridgeCommand() []string {

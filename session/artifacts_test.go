@@ -69,21 +69,21 @@ func byName(res *session.Result) map[string]session.Artifact {
 type streamOnly struct{ session.Driver }
 
 type filesDriver interface {
-	ReadFiles(ctx context.Context, id, dir string, names []string, fn func(name string, r io.Reader) error) error
-	RemoveFile(ctx context.Context, id, path string) error
-	WriteFile(ctx context.Context, id, path string, r io.Reader) error
+	ReadFiles(ctx context.Context, id, user, dir string, names []string, fn func(name string, r io.Reader) error) error
+	RemoveFile(ctx context.Context, id, user, path string) error
+	WriteFile(ctx context.Context, id, user, path string, r io.Reader) error
 }
 
-func (d streamOnly) WriteFile(ctx context.Context, id, path string, r io.Reader) error {
-	return d.Driver.(filesDriver).WriteFile(ctx, id, path, r)
+func (d streamOnly) WriteFile(ctx context.Context, id, user, path string, r io.Reader) error {
+	return d.Driver.(filesDriver).WriteFile(ctx, id, user, path, r)
 }
 
-func (d streamOnly) ReadFiles(ctx context.Context, id, dir string, names []string, fn func(name string, r io.Reader) error) error {
-	return d.Driver.(filesDriver).ReadFiles(ctx, id, dir, names, fn)
+func (d streamOnly) ReadFiles(ctx context.Context, id, user, dir string, names []string, fn func(name string, r io.Reader) error) error {
+	return d.Driver.(filesDriver).ReadFiles(ctx, id, user, dir, names, fn)
 }
 
-func (d streamOnly) RemoveFile(ctx context.Context, id, path string) error {
-	return d.Driver.(filesDriver).RemoveFile(ctx, id, path)
+func (d streamOnly) RemoveFile(ctx context.Context, id, user, path string) error {
+	return d.Driver.(filesDriver).RemoveFile(ctx, id, user, path)
 }
 
 // TestArtifactsIngested: files the code writes under /session/artifacts

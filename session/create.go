@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentbox/agentbox/config"
+	sandboximage "github.com/agentbox/agentbox/sandbox-image"
 )
 
 // create starts a container for e, from the warm pool when it has one.
@@ -169,12 +170,16 @@ func (m *Manager) spec(name, role, dir string) Spec {
 		owner = fmt.Sprintf("uid=%d,gid=%d,mode=0700", uid, gid)
 	}
 	s := Spec{
-		Name:    name,
-		Image:   cfg.SandboxImage,
-		User:    cfg.User,
-		Labels:  m.labels(role),
-		Network: cfg.Network,
+		Name:  name,
+		Image: cfg.SandboxImage,
+		// The init runs as root with four capabilities and starts the
+		// kernel as cfg.User with none (see sandboximage.InitUser).
+		User:       sandboximage.InitUser,
+		WorkingDir: "/",
+		Labels:     m.labels(role),
+		Network:    cfg.Network,
 		Env: []string{
+			sandboximage.UserEnv + "=" + cfg.User,
 			"AGENTBOX_MAX_OUTPUT=" + strconv.Itoa(cfg.MaxOutputBytes),
 			"AGENTBOX_INTERRUPT_GRACE=" + strconv.FormatFloat(cfg.InterruptGrace.Seconds(), 'f', -1, 64),
 		},
@@ -185,6 +190,7 @@ func (m *Manager) spec(name, role, dir string) Spec {
 		NanoCPUs:        int64(cfg.CPUs * 1e9),
 		PidsLimit:       int64(cfg.PidsLimit),
 		CapDropAll:      true,
+		CapAdd:          sandboximage.InitCapabilities(),
 		NoNewPrivileges: true,
 		Runtime:         cfg.Runtime,
 	}

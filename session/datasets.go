@@ -271,7 +271,7 @@ func (m *Manager) Export(ctx context.Context, key, file string) (Export, error) 
 		}
 	} else if fr, ok := m.drv.(fileReader); ok {
 		found := false
-		err = fr.ReadFiles(ctx, e.containerID, "/session", []string{rel}, func(_ string, r io.Reader) error {
+		err = fr.ReadFiles(ctx, e.containerID, m.cfg.User, "/session", []string{rel}, func(_ string, r io.Reader) error {
 			found = true
 			return copyIn(r)
 		})

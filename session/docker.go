@@ -65,6 +65,7 @@ func (d dockerDriver) Create(ctx context.Context, s Spec) (string, error) {
 		Image:           s.Image,
 		Env:             s.Env,
 		User:            s.User,
+		WorkingDir:      s.WorkingDir,
 		Labels:          s.Labels,
 		NetworkMode:     s.Network,
 		ReadOnlyRoot:    s.ReadOnlyRoot,
@@ -74,7 +75,9 @@ func (d dockerDriver) Create(ctx context.Context, s Spec) (string, error) {
 		NanoCPUs:        s.NanoCPUs,
 		PidsLimit:       s.PidsLimit,
 		CapDropAll:      s.CapDropAll,
+		CapAdd:          s.CapAdd,
 		NoNewPrivileges: s.NoNewPrivileges,
+		Seccomp:         s.Seccomp,
 		Runtime:         s.Runtime,
 	}
 	for _, m := range s.Mounts {
@@ -88,7 +91,9 @@ func (d dockerDriver) Create(ctx context.Context, s Spec) (string, error) {
 }
 
 func (d dockerDriver) Connect(ctx context.Context, id string) (io.ReadWriteCloser, error) {
-	s, err := d.cli.Exec(ctx, id, "", sandboximage.BridgeCommand())
+	// As root: the init hands the kernel only to a peer of its own uid,
+	// which the sandbox user's code can never be.
+	s, err := d.cli.Exec(ctx, id, sandboximage.BridgeUser, sandboximage.BridgeCommand())
 	if errors.Is(err, docker.ErrConflict) {
 		// The engine's answer for a container that is not running.
 		return nil, fmt.Errorf("connect to container %s: not running: %w", shortID(id), err)
@@ -136,9 +141,9 @@ func (d dockerDriver) Remove(ctx context.Context, id string) error {
 // tar stores symbolic links as links, never following them; they and any
 // other non-regular entry are not passed to fn. (docker cp cannot be used:
 // it does not see tmpfs mounts, and /session is one in TMPFS mode.)
-func (d dockerDriver) ReadFiles(ctx context.Context, id, dir string, names []string, fn func(name string, r io.Reader) error) error {
+func (d dockerDriver) ReadFiles(ctx context.Context, id, user, dir string, names []string, fn func(name string, r io.Reader) error) error {
 	cmd := []string{"tar", "-C", dir, "--null", "--verbatim-files-from", "--no-recursion", "-T", "-", "-cf", "-"}
-	s, err := d.cli.Exec(ctx, id, "", cmd)
+	s, err := d.cli.Exec(ctx, id, user, cmd)
 	if err != nil {
 		return classify(err)
 	}
@@ -202,11 +207,11 @@ func sameContainer(root, id string) bool {
 }
 
 // WriteFile writes r into a container at path (its folder created if
-// needed), as the container's user, through a temporary name so that code
+// needed), as user (the sandbox's), through a temporary name so that code
 // never sees half a file.
-func (d dockerDriver) WriteFile(ctx context.Context, id, path string, r io.Reader) error {
+func (d dockerDriver) WriteFile(ctx context.Context, id, user, path string, r io.Reader) error {
 	script := `mkdir -p "$(dirname "$1")" && dd of="$1.part" bs=1M status=none && mv -f "$1.part" "$1"`
-	s, err := d.cli.Exec(ctx, id, "", []string{"sh", "-c", script, "sh", path})
+	s, err := d.cli.Exec(ctx, id, user, []string{"sh", "-c", script, "sh", path})
 	if err != nil {
 		return classify(err)
 	}
@@ -222,9 +227,9 @@ func (d dockerDriver) WriteFile(ctx context.Context, id, path string, r io.Reade
 	return nil
 }
 
-// RemoveFile deletes one file in a container, as the container's user.
-func (d dockerDriver) RemoveFile(ctx context.Context, id, path string) error {
-	s, err := d.cli.Exec(ctx, id, "", []string{"rm", "-f", "--", path})
+// RemoveFile deletes one file in a container, as user (the sandbox's).
+func (d dockerDriver) RemoveFile(ctx context.Context, id, user, path string) error {
+	s, err := d.cli.Exec(ctx, id, user, []string{"rm", "-f", "--", path})
 	if err != nil {
 		return classify(err)
 	}

@@ -57,7 +57,8 @@ type Spec struct {
 	Name            string
 	Image           string
 	Env             []string
-	User            string
+	User            string // of the container's first process (the init)
+	WorkingDir      string // "" = the image's
 	Labels          map[string]string
 	Network         string            // "none", "bridge", ...
 	ReadOnlyRoot    bool              // read-only root filesystem
@@ -68,7 +69,9 @@ type Spec struct {
 	NanoCPUs        int64 // 1e9 = one core
 	PidsLimit       int64
 	CapDropAll      bool
+	CapAdd          []string // given back after CapDropAll
 	NoNewPrivileges bool
+	Seccomp         string // profile JSON; "" = the engine's default, "unconfined" = none
 	Runtime         string // OCI runtime name; "" = the engine's default
 }
 

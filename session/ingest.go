@@ -30,7 +30,7 @@ var errNotRegular = errors.New("not a regular file")
 // fileReader is the optional capability of a Driver to stream files out of
 // a container (TMPFS sessions, whose files exist nowhere else).
 type fileReader interface {
-	ReadFiles(ctx context.Context, id, dir string, names []string, fn func(name string, r io.Reader) error) error
+	ReadFiles(ctx context.Context, id, user, dir string, names []string, fn func(name string, r io.Reader) error) error
 }
 
 // hostRooter is the optional capability of a Driver to name a container's
@@ -43,7 +43,7 @@ type hostRooter interface {
 // container without going through the kernel (which would count as an
 // execution).
 type fileRemover interface {
-	RemoveFile(ctx context.Context, id, path string) error
+	RemoveFile(ctx context.Context, id, user, path string) error
 }
 
 // Skipped is a file under /session/artifacts that was not ingested, and why.
@@ -278,7 +278,7 @@ func (m *Manager) readArtifacts(ctx context.Context, e *entry, batch *artifacts.
 	if local := m.localSession(ctx, e); local != "" {
 		err = readLocal(local, accepted, put, skip)
 	} else if fr, ok := m.drv.(fileReader); ok {
-		err = fr.ReadFiles(ctx, e.containerID, ArtifactsDir, accepted, put)
+		err = fr.ReadFiles(ctx, e.containerID, m.cfg.User, ArtifactsDir, accepted, put)
 	} else {
 		err = errors.New("the driver cannot read files out of a container")
 	}
@@ -389,7 +389,7 @@ func (m *Manager) removeFile(ctx context.Context, e *entry, local, name string) 
 	if !ok {
 		return errors.New("the driver cannot remove files in a container")
 	}
-	return fr.RemoveFile(ctx, e.containerID, path.Join(ArtifactsDir, name))
+	return fr.RemoveFile(ctx, e.containerID, m.cfg.User, path.Join(ArtifactsDir, name))
 }
 
 // ingestFigures stores the PNG figures a result returned, so a text-only

@@ -16,7 +16,7 @@ import (
 // fileWriter is the optional capability of a Driver to write a file into a
 // container through the engine (a TMPFS session on a remote engine).
 type fileWriter interface {
-	WriteFile(ctx context.Context, id, path string, r io.Reader) error
+	WriteFile(ctx context.Context, id, user, path string, r io.Reader) error
 }
 
 // localSession returns the host folder holding the session's /session: the
@@ -56,7 +56,7 @@ func (m *Manager) stage(ctx context.Context, e *entry, dir, name string, r io.Re
 	if !ok {
 		return "", errors.New("the driver cannot write files into a container")
 	}
-	if err := fw.WriteFile(ctx, e.containerID, target, r); err != nil {
+	if err := fw.WriteFile(ctx, e.containerID, m.cfg.User, target, r); err != nil {
 		return "", fmt.Errorf("stage %s: %w", target, err)
 	}
 	return target, nil

@@ -43,8 +43,12 @@ type ContainerSpec struct {
 	NanoCPUs        int64 // 1e9 = one core; 0 = unlimited
 	PidsLimit       int64 // 0 = unlimited
 	CapDropAll      bool
+	CapAdd          []string // capabilities given back after CapDropAll ("SETUID", ...)
 	NoNewPrivileges bool
-	Runtime         string // OCI runtime name; "" = engine default
+	// Seccomp is the seccomp profile as JSON; "" keeps the engine's
+	// default, "unconfined" turns seccomp off.
+	Seccomp string
+	Runtime string // OCI runtime name; "" = engine default
 }
 
 // CreateContainer creates and starts a container. A container that was created
@@ -79,8 +83,14 @@ func (c *Client) CreateContainer(ctx context.Context, spec ContainerSpec) (strin
 	if spec.CapDropAll {
 		host.CapDrop = []string{"ALL"}
 	}
+	host.CapAdd = spec.CapAdd
 	if spec.NoNewPrivileges {
 		host.SecurityOpt = append(host.SecurityOpt, "no-new-privileges:true")
+	}
+	if spec.Seccomp != "" {
+		// The API takes the profile itself, not a file name (the docker
+		// command reads the file and sends its content).
+		host.SecurityOpt = append(host.SecurityOpt, "seccomp="+spec.Seccomp)
 	}
 	for _, m := range spec.Mounts {
 		host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeBind, Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly})

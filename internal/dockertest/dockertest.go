@@ -154,7 +154,7 @@ func Dial(t testing.TB, id string) *kernel.Client {
 func DialErr(ctx context.Context, cli *docker.Client, id string) (*kernel.Client, error) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		s, err := cli.Exec(ctx, id, "", sandboximage.BridgeCommand())
+		s, err := cli.Exec(ctx, id, sandboximage.BridgeUser, sandboximage.BridgeCommand())
 		if err != nil {
 			return nil, err
 		}

@@ -228,6 +228,9 @@ func smokeTest(ctx context.Context, cli *docker.Client, opts *Options) error {
 func RunOnce(ctx context.Context, cli *docker.Client, image string, cmd []string) (string, error) {
 	spec := LockedDown(image)
 	spec.Entrypoint = cmd
+	// No init here to drop privileges: the command runs as the sandbox
+	// user directly, as code in a session would.
+	spec.User, spec.CapAdd = "1000:1000", nil
 	spec.Labels = map[string]string{"io.agentbox.throwaway": "1"}
 	id, err := cli.CreateContainer(ctx, spec)
 	if err != nil {
@@ -252,7 +255,9 @@ func RunOnce(ctx context.Context, cli *docker.Client, image string, cmd []string
 func LockedDown(image string) docker.ContainerSpec {
 	return docker.ContainerSpec{
 		Image:           image,
-		User:            "1000:1000",
+		User:            sandboximage.InitUser,
+		Env:             []string{sandboximage.UserEnv + "=1000:1000"},
+		WorkingDir:      "/",
 		NetworkMode:     "none",
 		ReadOnlyRoot:    true,
 		Tmpfs:           map[string]string{"/tmp": "rw,nosuid,nodev,size=64m", "/session": "rw,nosuid,nodev,size=64m,uid=1000,gid=1000"},
@@ -261,6 +266,7 @@ func LockedDown(image string) docker.ContainerSpec {
 		NanoCPUs:        1e9,
 		PidsLimit:       128,
 		CapDropAll:      true,
+		CapAdd:          sandboximage.InitCapabilities(),
 		NoNewPrivileges: true,
 	}
 }
