@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 )
 
 // handlerIndex is what the handler needs from the artifact index (Index).
@@ -200,9 +201,89 @@ func (h *Handler) download(w http.ResponseWriter, r *http.Request) {
 	// Caches may keep the response only as long as the URL stays valid.
 	left := max(int64(claims.Expires.Sub(now)/time.Second), 0)
 	hdr.Set("Cache-Control", "private, max-age="+strconv.FormatInt(left, 10))
+	if r.Header.Get("Range") != "" {
+		if r, err = fixRange(r, f); err != nil {
+			h.internal(w, r, id, "size blob", err)
+			return
+		}
+	}
 	// ServeContent does ranges (206, 416), HEAD, If-None-Match against the
 	// ETag above and If-Modified-Since against Created.
 	http.ServeContent(w, r, "", a.Created, f)
+}
+
+// fixRange returns r with its Range header changed where http.ServeContent
+// would answer it wrongly. A zero-length suffix range ("-0") selects
+// nothing (RFC 9110, section 14.1.1), yet ServeContent serves it as an
+// inverted range, 206 with "bytes 22-21/22", and serves any suffix range of
+// an empty file as "bytes 0--1/0". So "-0" specs are dropped, and when no
+// other spec is left the header becomes one ServeContent itself answers 416
+// with "Content-Range: bytes */size"; an empty artifact loses the header
+// and is served whole, as ServeContent already does for its other ranges.
+// Rewriting the header rather than answering here keeps ServeContent's
+// order of checks: a matching If-None-Match still gets 304, a stale
+// If-Range still gets the whole artifact.
+func fixRange(r *http.Request, content io.Seeker) (*http.Request, error) {
+	size, err := content.Seek(0, io.SeekEnd)
+	if err == nil {
+		_, err = content.Seek(0, io.SeekStart)
+	}
+	if err != nil {
+		return r, err
+	}
+	spec, changed := rangeWithoutZeroSuffix(r.Header.Get("Range"), size)
+	if !changed {
+		return r, nil
+	}
+	// Handlers must not modify the request they were given.
+	r2 := new(http.Request)
+	*r2 = *r
+	r2.Header = r.Header.Clone()
+	if spec == "" {
+		r2.Header.Del("Range")
+	} else {
+		r2.Header.Set("Range", spec)
+	}
+	return r2, nil
+}
+
+// rangeWithoutZeroSuffix returns the Range header value hdr for content of
+// size bytes without its zero-length suffix ranges, and whether that
+// changed it: "" for an empty artifact, and "bytes=<size>-", which
+// overlaps nothing, when only such ranges were there. A header that is not
+// a byte range set is left to ServeContent.
+func rangeWithoutZeroSuffix(hdr string, size int64) (string, bool) {
+	if size == 0 {
+		return "", true
+	}
+	const unit = "bytes="
+	if !strings.HasPrefix(hdr, unit) {
+		return hdr, false
+	}
+	specs := strings.Split(hdr[len(unit):], ",")
+	kept, left := specs[:0], 0
+	for _, s := range specs {
+		start, end, ok := strings.Cut(s, "-")
+		if ok && strings.TrimSpace(start) == "" && isZero(strings.TrimSpace(end)) {
+			continue
+		}
+		kept = append(kept, s)
+		if strings.TrimSpace(s) != "" {
+			left++
+		}
+	}
+	switch {
+	case len(kept) == len(specs):
+		return hdr, false
+	case left == 0:
+		return unit + strconv.FormatInt(size, 10) + "-", true
+	}
+	return unit + strings.Join(kept, ","), true
+}
+
+// isZero reports whether s is a number written with zeros only.
+func isZero(s string) bool {
+	return s != "" && strings.Trim(s, "0") == ""
 }
 
 // internal logs err and answers 500 without telling the client why.
@@ -259,14 +340,24 @@ func contentType(t string) string {
 // contentDisposition makes the artifact a download under its base name
 // (RFC 6266): filename= is a quoted ASCII stand-in for old clients, with
 // quotes, backslashes, percent signs, control and non-ASCII characters
-// replaced by "_", and filename*= is the exact name, percent-encoded UTF-8
-// (RFC 8187).
+// replaced by "_", and filename*= is the name, percent-encoded UTF-8
+// (RFC 8187), with the characters hiddenRune names replaced by "_" first.
 func contentDisposition(name string) string {
 	base := path.Base(name)
 	if base == "." || base == "/" || base == ".." {
 		base = "artifact"
 	}
 	base = strings.ToValidUTF8(base, "\uFFFD")
+	// The sandbox chose the name: a right-to-left override would make
+	// "invoice\u202Efdp.exe" show as "invoiceexe.pdf" in a download bar. A
+	// visible stand-in, rather than nothing, keeps the name's length and
+	// shows that something was there.
+	base = strings.Map(func(r rune) rune {
+		if hiddenRune(r) {
+			return '_'
+		}
+		return r
+	}, base)
 	var b strings.Builder
 	b.WriteString(`attachment; filename="`)
 	for _, r := range base {
@@ -289,6 +380,15 @@ func contentDisposition(name string) string {
 		}
 	}
 	return b.String()
+}
+
+// hiddenRune reports whether r must not reach a file name a person reads:
+// controls (Cc, C0 and C1 and DEL), format characters (Cf: the bidi
+// embeddings, overrides, isolates and marks, zero-width characters, tags)
+// and the line and paragraph separators, which reorder, hide or break the
+// text around them.
+func hiddenRune(r rune) bool {
+	return unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp)
 }
 
 // isAttrChar reports whether c may appear unencoded in an RFC 8187 value.

@@ -22,7 +22,7 @@ func TestHandlerContentDisposition(t *testing.T) {
 		{"directories dropped", "plots/2025/fig 1.png", "fig 1.png", "fig 1.png"},
 		{"quotes", `say "hi".txt`, `say "hi".txt`, "say _hi_.txt"},
 		{"backslash", `a\b.txt`, `a\b.txt`, "a_b.txt"},
-		{"newline", "a\nSet-Cookie: x=1\r\n.txt", "a\nSet-Cookie: x=1\r\n.txt", "a_Set-Cookie: x=1__.txt"},
+		{"newline", "a\nSet-Cookie: x=1\r\n.txt", "a_Set-Cookie: x=1__.txt", "a_Set-Cookie: x=1__.txt"},
 		{"percent", "100%.txt", "100%.txt", "100_.txt"},
 		{"unicode", "résumé 📄.pdf", "résumé 📄.pdf", "r_sum_ _.pdf"},
 		{"255 bytes", long, long, strings.Repeat("_", 126) + "abc"},
