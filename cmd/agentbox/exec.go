@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentbox/agentbox/internal/termsafe"
 	"github.com/agentbox/agentbox/kernel"
 	"github.com/agentbox/agentbox/session"
 )
@@ -24,6 +25,7 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	key := fs.String("session", "default", "")
 	id := fs.String("id", "", "")
 	asJSON := fs.Bool("json", false, "")
+	raw := fs.Bool("raw", false, "")
 	var timeout durationFlag
 	fs.Var(&timeout, "timeout", "")
 	if status, ok := parseFlags(fs, args, stdout, stderr); !ok {
@@ -67,7 +69,7 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	var p *printer
 	if !*asJSON {
-		p = newPrinter(stdout, stderr)
+		p = newPrinter(stdout, stderr, *raw)
 		opts = append(opts, session.OnEvent(p.event))
 	}
 	res, err := m.Exec(ctx, *key, code, opts...)
@@ -80,7 +82,7 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 			fmt.Fprintf(stderr, "agentbox: exec: encode result: %s\n", oneLine(err))
 			return exitSandbox
 		}
-		fmt.Fprintf(stdout, "%s\n", b)
+		fmt.Fprintf(stdout, "%s\n", termsafe.JSON(b))
 	} else {
 		p.finish(res)
 	}
@@ -129,16 +131,28 @@ func (d *durationFlag) Set(s string) error {
 // printer writes an execution's output as it streams, then whatever of the
 // result did not stream (all of it for a replayed result, which has no
 // events), then the error and notes on what happened to the kernel.
+//
+// The code's output is escaped (termsafe) unless raw: it is what the user
+// asked to see, but the sandbox wrote it, and an escape sequence in it could
+// set the clipboard or rewrite the screen of whoever reads it. Names and
+// error text are always escaped.
 type printer struct {
-	stdout, stderr io.Writer
+	stdout, stderr io.Writer // the terminal
+	out, errOut    io.Writer // the code's stdout and stderr: stdout and stderr, escaped unless raw
+	escapers       []*termsafe.Writer
 
 	mu       sync.Mutex // events arrive on the kernel connection's goroutine
 	streamed map[string]bool
 	displays int // rich results printed from events
 }
 
-func newPrinter(stdout, stderr io.Writer) *printer {
-	return &printer{stdout: stdout, stderr: stderr, streamed: map[string]bool{}}
+func newPrinter(stdout, stderr io.Writer, raw bool) *printer {
+	p := &printer{stdout: stdout, stderr: stderr, out: stdout, errOut: stderr, streamed: map[string]bool{}}
+	if !raw {
+		o, e := termsafe.NewWriter(stdout), termsafe.NewWriter(stderr)
+		p.out, p.errOut, p.escapers = o, e, []*termsafe.Writer{o, e}
+	}
+	return p
 }
 
 func (p *printer) event(ev kernel.Event) {
@@ -146,14 +160,14 @@ func (p *printer) event(ev kernel.Event) {
 	defer p.mu.Unlock()
 	switch ev.Type {
 	case kernel.EventStream:
-		w := p.stdout
+		w := p.out
 		if ev.Name == "stderr" {
-			w = p.stderr
+			w = p.errOut
 		}
 		io.WriteString(w, ev.Text)
 		p.streamed[ev.Name] = true
 	case kernel.EventDisplay:
-		writeDisplay(p.stdout, ev.Kind, ev.Data)
+		writeDisplay(p.out, ev.Kind, ev.Data)
 		p.displays++
 	}
 }
@@ -162,15 +176,20 @@ func (p *printer) finish(res *session.Result) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.streamed["stdout"] {
-		io.WriteString(p.stdout, res.Stdout)
+		io.WriteString(p.out, res.Stdout)
 	}
 	if !p.streamed["stderr"] {
-		io.WriteString(p.stderr, res.Stderr)
+		io.WriteString(p.errOut, res.Stderr)
 	}
 	// Rich results come in the same order as their events, so the ones
 	// not printed yet are the tail.
 	for i := p.displays; i < len(res.Outputs); i++ {
-		writeDisplay(p.stdout, res.Outputs[i].Kind, res.Outputs[i].Data)
+		writeDisplay(p.out, res.Outputs[i].Kind, res.Outputs[i].Data)
+	}
+	// A carriage return the output ended with is only known now not to
+	// start a line end.
+	for _, e := range p.escapers {
+		e.Flush()
 	}
 	p.streamed = map[string]bool{}
 	p.displays = 0
@@ -181,14 +200,15 @@ func (p *printer) finish(res *session.Result) {
 }
 
 // writeDisplay prints the text/plain form of a rich result, as a notebook
-// would without a browser; a result without one is named by its types.
+// would without a browser; a result without one is named by its types,
+// escaped even in raw mode since they are names, not output.
 func writeDisplay(w io.Writer, kind string, data map[string]string) {
 	text, ok := data["text/plain"]
 	if !ok {
 		if kind == "" {
 			kind = "display_data"
 		}
-		text = fmt.Sprintf("<%s: %s>", kind, strings.Join(slices.Sorted(maps.Keys(data)), ", "))
+		text = termsafe.Line(fmt.Sprintf("<%s: %s>", kind, strings.Join(slices.Sorted(maps.Keys(data)), ", ")))
 	}
 	if !strings.HasSuffix(text, "\n") {
 		text += "\n"
@@ -202,22 +222,22 @@ func writeDisplay(w io.Writer, kind string, data map[string]string) {
 func writeException(w io.Writer, e *kernel.Exception) {
 	if len(e.Traceback) > 0 {
 		for _, l := range e.Traceback {
-			fmt.Fprintln(w, l)
+			fmt.Fprintln(w, termsafe.String(l))
 		}
 		return
 	}
 	if e.Value == "" {
-		fmt.Fprintln(w, e.Name)
+		fmt.Fprintln(w, termsafe.Line(e.Name))
 		return
 	}
-	fmt.Fprintf(w, "%s: %s\n", e.Name, e.Value)
+	fmt.Fprintf(w, "%s: %s\n", termsafe.Line(e.Name), termsafe.String(e.Value))
 }
 
 // writeNotes says on stderr what the result's flags mean, since a person
 // reading the output cannot see them otherwise.
 func writeNotes(w io.Writer, res *session.Result) {
 	if res.Replayed {
-		fmt.Fprintf(w, "agentbox: replayed: execution %s already ran; this is its recorded result (the code did not run again)\n", res.ID)
+		fmt.Fprintf(w, "agentbox: replayed: execution %s already ran; this is its recorded result (the code did not run again)\n", termsafe.Line(res.ID))
 	}
 	if res.TimedOut {
 		fmt.Fprintln(w, "agentbox: timed out: the code was interrupted")
@@ -229,15 +249,15 @@ func writeNotes(w io.Writer, res *session.Result) {
 		if reason == "" {
 			reason = "no reason given"
 		}
-		fmt.Fprintf(w, "agentbox: the kernel restarted: %s\n", reason)
+		fmt.Fprintf(w, "agentbox: the kernel restarted: %s\n", termsafe.Line(reason))
 	}
 	if res.StateLost {
 		fmt.Fprintln(w, "agentbox: state lost: variables and imports from before this execution are gone")
 	}
 	for _, name := range slices.Sorted(maps.Keys(res.Truncated)) {
-		fmt.Fprintf(w, "agentbox: %s truncated: %s cut from the middle\n", name, humanBytes(res.Truncated[name]))
+		fmt.Fprintf(w, "agentbox: %s truncated: %s cut from the middle\n", termsafe.Line(name), humanBytes(res.Truncated[name]))
 	}
 	for _, a := range res.Artifacts {
-		fmt.Fprintf(w, "agentbox: artifact %s (%s): %s\n", a.Name, humanBytes(a.Size), a.URL)
+		fmt.Fprintf(w, "agentbox: artifact %s (%s): %s\n", termsafe.Line(a.Name), humanBytes(a.Size), termsafe.Line(a.URL))
 	}
 }

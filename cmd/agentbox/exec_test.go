@@ -205,7 +205,7 @@ func TestPrinter(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr strings.Builder
-			p := newPrinter(&stdout, &stderr)
+			p := newPrinter(&stdout, &stderr, false)
 			for _, ev := range tt.events {
 				p.event(ev)
 			}

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/agentbox/agentbox/internal/termsafe"
 	"github.com/agentbox/agentbox/session"
 )
 
@@ -41,7 +42,7 @@ func runLs(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "agentbox: ls: encode: %s\n", oneLine(err))
 			return exitSandbox
 		}
-		fmt.Fprintf(stdout, "%s\n", b)
+		fmt.Fprintf(stdout, "%s\n", termsafe.JSON(b))
 		return exitOK
 	}
 	writeTable(stdout, list, time.Now())
@@ -61,7 +62,9 @@ func writeTable(w io.Writer, list []session.Info, now time.Time) {
 		if in.MemoryBytes > 0 {
 			mem = humanBytes(in.MemoryBytes)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", key, in.ID, shortContainer(in.ContainerID), in.State,
+		// The sandbox's container can carry any labels and state text.
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", termsafe.Line(key), termsafe.Line(in.ID),
+			termsafe.Line(shortContainer(in.ContainerID)), termsafe.Line(in.State),
 			since(in.Created, now), since(in.LastUsed, now), mem)
 	}
 	tw.Flush()

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/internal/termsafe"
 	"github.com/agentbox/agentbox/kernel"
 	"github.com/agentbox/agentbox/session"
 )
@@ -97,6 +98,9 @@ commands:
       --id EXEC_ID          execution id: repeating an id prints the recorded result
                             without running the code again
       --json                print the result as one JSON object and nothing else on stdout
+      --raw                 print the code's output as it is, escape sequences included
+                            (by default they are shown escaped, such as \x1b for ESC, so
+                            that the sandbox cannot act on your terminal)
   repl [--session KEY]      interactive prompt; Ctrl-C interrupts the running code
                             (state is kept) or clears the input, Ctrl-D exits
   ls [--json]               list the sessions: key, id, container, state, age, idle, memory
@@ -205,7 +209,9 @@ func failure(ctx context.Context, stderr io.Writer, err error) int {
 }
 
 // oneLine joins the lines of an error (errors.Join puts one cause per line)
-// so that every message is one line on stderr.
+// so that every message is one line on stderr, and escapes the rest of what
+// a terminal could act on: an error may quote a file name or a message the
+// sandbox wrote.
 func oneLine(err error) string {
-	return strings.ReplaceAll(err.Error(), "\n", "; ")
+	return termsafe.Line(strings.ReplaceAll(err.Error(), "\n", "; "))
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/agentbox/agentbox/internal/termsafe"
 	"github.com/agentbox/agentbox/session"
 )
 
@@ -47,7 +48,7 @@ func runRepl(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if err != nil {
 		return failure(ctx, stderr, err)
 	}
-	fmt.Fprintf(stderr, "agentbox: session %q (container %s); Ctrl-C interrupts, Ctrl-D exits\n", *key, shortContainer(info.ContainerID))
+	fmt.Fprintf(stderr, "agentbox: session %q (container %s); Ctrl-C interrupts, Ctrl-D exits\n", *key, termsafe.Line(shortContainer(info.ContainerID)))
 
 	done := make(chan struct{})
 	defer close(done)
@@ -123,7 +124,7 @@ func (r *repl) execute(ctx context.Context, src string) {
 		case <-finished:
 		}
 	}()
-	p := newPrinter(r.stdout, r.stderr)
+	p := newPrinter(r.stdout, r.stderr, false)
 	res, err := r.m.Exec(ctx, r.key, src, session.OnEvent(p.event))
 	close(finished)
 	wg.Wait() // so that the next Ctrl-C goes to the prompt, not to this watcher

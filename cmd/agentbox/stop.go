@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/agentbox/agentbox/internal/termsafe"
 	"github.com/agentbox/agentbox/session"
 )
 
@@ -56,7 +57,7 @@ func runStop(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return failure(ctx, stderr, err)
 	}
-	fmt.Fprintf(stdout, "stopped %s\n", key)
+	fmt.Fprintf(stdout, "stopped %s\n", termsafe.Line(key))
 	return exitOK
 }
 
@@ -77,7 +78,7 @@ func names(list []session.Info, n int) string {
 	for i, in := range list {
 		keys[i] = strconv.Quote(in.Key)
 		if in.Key == "" {
-			keys[i] = in.ID
+			keys[i] = termsafe.Line(in.ID)
 		}
 	}
 	return ": " + strings.Join(keys, ", ")

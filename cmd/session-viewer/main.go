@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/internal/termsafe"
 	"github.com/agentbox/agentbox/session"
 )
 
@@ -159,7 +160,9 @@ ARTIFACT_PUBLIC_URL, ARTIFACT_TOKEN_TTL_S, DOCKER_HOST.
 `)
 }
 
-// oneLine joins the lines of an error into one.
+// oneLine joins the lines of an error into one and escapes the rest of
+// what a terminal could act on: an error may quote a file name, or a
+// record, the sandbox wrote.
 func oneLine(err error) string {
-	return strings.ReplaceAll(err.Error(), "\n", "; ")
+	return termsafe.Line(strings.ReplaceAll(err.Error(), "\n", "; "))
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/agentbox/agentbox/internal/termsafe"
 	"github.com/agentbox/agentbox/kernel"
 )
 
@@ -48,23 +50,62 @@ const (
 	cyan  = "36"
 )
 
-func (p *printer) paint(code, s string) string {
+// styled is text ready for the terminal: escaped, perhaps with the
+// printer's own colour codes around it. printf passes it through as it is;
+// every plain string it escapes instead, since almost everything a session
+// shows (keys, names, code, output, errors, even the records themselves in
+// a BIND folder) may come from the sandbox.
+type styled string
+
+// paint escapes s as one line and colours it.
+func (p *printer) paint(code, s string) styled { return p.colour(code, styled(termsafe.Line(s))) }
+
+func (p *printer) colour(code string, s styled) styled {
 	if !p.color || s == "" {
 		return s
 	}
-	return "\x1b[" + code + "m" + s + "\x1b[0m"
+	return "\x1b[" + styled(code) + "m" + s + "\x1b[0m"
 }
 
-func (p *printer) printf(format string, args ...any) { fmt.Fprintf(p.w, format, args...) }
+// printf is fmt.Fprintf on the output with every string argument escaped
+// as one line (termsafe.Line) and styled ones as they are.
+func (p *printer) printf(format string, args ...any) { fmt.Fprintf(p.w, format, safeArgs(args)...) }
+
+// tablef is printf for a row of t; escaping tabs too keeps the columns.
+func (p *printer) tablef(t *tabwriter.Writer, format string, args ...any) {
+	fmt.Fprintf(t, format, safeArgs(args)...)
+}
+
+func safeArgs(args []any) []any {
+	out := make([]any, len(args))
+	for i, a := range args {
+		switch a := a.(type) {
+		case string:
+			out[i] = termsafe.Line(a)
+		case styled:
+			out[i] = string(a)
+		default:
+			out[i] = a
+		}
+	}
+	return out
+}
 
 func (p *printer) section(title string) { p.printf("\n%s\n", p.paint(bold, title)) }
 
 func (p *printer) table() *tabwriter.Writer { return tabwriter.NewWriter(p.w, 0, 0, 2, ' ', 0) }
 
+// jsonLine prints v as one line of JSON. Its strings say exactly what was
+// recorded; termsafe.JSON only spells as \u escapes the characters JSON
+// leaves raw that a terminal could act on (DEL, C1, bidi controls).
 func (p *printer) jsonLine(v any) int {
-	enc := json.NewEncoder(p.w)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
+		return exitSystem
+	}
+	if _, err := p.w.Write(termsafe.JSON(b.Bytes())); err != nil {
 		return exitSystem
 	}
 	return exitOK
@@ -82,7 +123,7 @@ func (p *printer) view(v *view, o options) int {
 	t := p.table()
 	row := func(k, val string) {
 		if val != "" {
-			fmt.Fprintf(t, "  %s\t%s\n", k, val)
+			p.tablef(t, "  %s\t%s\n", k, val)
 		}
 	}
 	row("id", s.ID)
@@ -136,7 +177,7 @@ func (p *printer) view(v *view, o options) int {
 		t := p.table()
 		fmt.Fprintf(t, "  ID\tNAME\tSTATUS\tSIZE\tUPDATED\tREASON\n")
 		for _, d := range v.Datasets {
-			fmt.Fprintf(t, "  %s\t%s\t%s\t%s\t%s\t%s\n", d.ID, d.Name, d.Status, fmtBytes(d.Size), fmtTime(d.Updated), orDash(oneLineText(d.Reason)))
+			p.tablef(t, "  %s\t%s\t%s\t%s\t%s\t%s\n", d.ID, d.Name, d.Status, fmtBytes(d.Size), fmtTime(d.Updated), orDash(oneLineText(d.Reason)))
 		}
 		t.Flush()
 	}
@@ -190,7 +231,7 @@ func (p *printer) exec(e execView) {
 	case e.Error != nil:
 		status = p.paint(red, e.Error.Name)
 	}
-	flags := ""
+	var flags styled
 	if e.Replayed {
 		flags += " replayed"
 	}
@@ -220,6 +261,7 @@ func (p *printer) block(label, text, color string) {
 	p.lines(text, color)
 }
 
+// lines prints text, folded, each line escaped with its tabs kept.
 func (p *printer) lines(text, color string) {
 	text = strings.TrimRight(text, "\n")
 	if text == "" {
@@ -231,10 +273,11 @@ func (p *printer) lines(text, color string) {
 		if r := []rune(l); len(r) > maxLine {
 			l = string(r[:maxLine]) + "…"
 		}
+		out := styled(termsafe.String(l))
 		if color != "" {
-			l = p.paint(color, l)
+			out = p.colour(color, out)
 		}
-		p.printf("    %s\n", l)
+		p.printf("    %s\n", out)
 	}
 	if len(ls) <= foldAt {
 		for _, l := range ls {
@@ -279,7 +322,7 @@ func (p *printer) state(st *kernel.State) {
 			if r := []rune(repr); len(r) > 60 {
 				repr = string(r[:60]) + "…"
 			}
-			fmt.Fprintf(t, "  %s\t%s\t%s\t%s\t%s\n", v.Name, v.Type, size, shape, repr)
+			p.tablef(t, "  %s\t%s\t%s\t%s\t%s\n", v.Name, v.Type, size, shape, repr)
 		}
 		t.Flush()
 	}
@@ -312,7 +355,7 @@ func (p *printer) list(rows []listRow, o options) {
 		if r.MemoryBytes > 0 {
 			mem = fmtBytes(r.MemoryBytes)
 		}
-		fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", r.Key, r.ID, r.State, fmtTime(r.Created), fmtTime(r.LastUsed), r.ExecutionCount, mem)
+		p.tablef(t, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", r.Key, r.ID, r.State, fmtTime(r.Created), fmtTime(r.LastUsed), r.ExecutionCount, mem)
 	}
 	t.Flush()
 }
