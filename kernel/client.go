@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +20,14 @@ import (
 // (5 s by default) plus a kernel restart.
 const DefaultInterruptWait = 15 * time.Second
 
+// Liveness defaults: how long the init may take to answer a ping, how often
+// a long wait checks on it, and how long one write may block.
+const (
+	DefaultPingTimeout   = 5 * time.Second
+	DefaultCheckInterval = 10 * time.Second
+	DefaultWriteTimeout  = 30 * time.Second
+)
+
 // Client speaks the kernel protocol over one byte stream. It is safe for
 // concurrent use: executions from one client (or from many clients of one
 // kernel) are serialized by the kernel, and each reply reaches only the call
@@ -29,6 +38,11 @@ type Client struct {
 
 	// InterruptWait bounds the wait for a result after cancellation.
 	InterruptWait time.Duration
+	// PingTimeout is how long the init may take to answer a liveness
+	// ping; CheckInterval how often a long wait pings it; WriteTimeout how
+	// long one frame may take to write. An init that misses one makes the
+	// call fail with ErrUnresponsive, so no call waits on a dead PID 1.
+	PingTimeout, CheckInterval, WriteTimeout time.Duration
 
 	wmu sync.Mutex // serializes frames on the wire
 
@@ -106,6 +120,9 @@ func NewClient(ctx context.Context, rw io.ReadWriteCloser) (*Client, error) {
 		rw:            rw,
 		hello:         hr.h,
 		InterruptWait: DefaultInterruptWait,
+		PingTimeout:   DefaultPingTimeout,
+		CheckInterval: DefaultCheckInterval,
+		WriteTimeout:  DefaultWriteTimeout,
 		execs:         make(map[string]*call),
 		reqs:          make(map[string]*call),
 		done:          make(chan struct{}),
@@ -193,7 +210,14 @@ func (c *Client) Execute(ctx context.Context, req ExecRequest, onEvent func(Even
 	if err := c.send(r); err != nil {
 		return nil, &ExecError{ID: req.ID, Err: err}
 	}
-	return c.wait(ctx, cl)
+	// The init ends the code at its time limit and, if it ignores
+	// SIGINT, kills it a grace period later: a result this late means
+	// the init itself is in trouble, and is checked on.
+	quiet := time.Duration(0)
+	if req.Timeout > 0 {
+		quiet = req.Timeout + c.InterruptWait
+	}
+	return c.wait(ctx, cl, quiet)
 }
 
 // Fetch returns the result of an execution by id, waiting for it if it is
@@ -210,14 +234,15 @@ func (c *Client) Fetch(ctx context.Context, id string, onEvent func(Event)) (*Re
 	if err := c.send(request{Type: "get", Req: tag, ID: id}); err != nil {
 		return nil, &ExecError{ID: id, Err: err}
 	}
-	return c.wait(ctx, cl)
+	return c.wait(ctx, cl, 0)
 }
 
-func (c *Client) wait(ctx context.Context, cl *call) (*Result, error) {
-	select {
-	case err := <-cl.reply:
+// wait waits for an execution's result; quiet is how long it may fairly
+// take before the init is checked on (0: CheckInterval).
+func (c *Client) wait(ctx context.Context, cl *call, quiet time.Duration) (*Result, error) {
+	err, stopped := c.awaitReply(ctx, cl, quiet)
+	if stopped == nil {
 		return c.finish(cl, err, nil)
-	case <-ctx.Done():
 	}
 	// The caller gave up: interrupt the code, and give the kernel the grace
 	// period (and a restart) to report what happened.
@@ -226,10 +251,69 @@ func (c *Client) wait(ctx context.Context, cl *call) (*Result, error) {
 	defer timer.Stop()
 	select {
 	case err := <-cl.reply:
-		return c.finish(cl, err, ctx.Err())
+		return c.finish(cl, err, stopped)
 	case <-timer.C:
-		return nil, &ExecError{ID: cl.id, Err: fmt.Errorf("no result %s after interrupting it: %w", c.InterruptWait, ctx.Err())}
 	}
+	if err := c.alive(); err != nil {
+		return nil, &ExecError{ID: cl.id, Err: err}
+	}
+	return nil, &ExecError{ID: cl.id, Err: fmt.Errorf("no result %s after interrupting it: %w", c.InterruptWait, stopped)}
+}
+
+// awaitReply waits for cl's final reply, or for ctx to end (then it returns
+// ctx's error as stopped). From quiet on (0: CheckInterval) and every
+// CheckInterval after, while no reply came, it pings the init: an init that
+// answers is busy, not gone (a call may wait behind another client's
+// execution); one that answers nothing within PingTimeout fails the call
+// with ErrUnresponsive.
+func (c *Client) awaitReply(ctx context.Context, cl *call, quiet time.Duration) (err, stopped error) {
+	if quiet <= 0 {
+		quiet = c.CheckInterval
+	}
+	timer := time.NewTimer(quiet)
+	defer timer.Stop()
+	for {
+		select {
+		case err := <-cl.reply:
+			return err, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-timer.C:
+		}
+		if err := c.alive(); err != nil {
+			select {
+			case rerr := <-cl.reply: // it came meanwhile
+				return rerr, nil
+			default:
+			}
+			return err, nil
+		}
+		timer.Reset(c.CheckInterval)
+	}
+}
+
+// alive pings the init; one that does not answer in time is unresponsive,
+// and the stream to it is closed so that every call on it fails alike.
+func (c *Client) alive() error {
+	ctx, cancel := context.WithTimeout(context.Background(), c.PingTimeout)
+	defer cancel()
+	err := c.Ping(ctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = fmt.Errorf("%w: no answer to a ping within %s", ErrUnresponsive, c.PingTimeout)
+		c.fail(err)
+	}
+	return err
+}
+
+// fail ends the client with err: every call in flight, and every later
+// one, returns it.
+func (c *Client) fail(err error) {
+	c.mu.Lock()
+	if c.err == nil {
+		c.err = err
+	}
+	c.mu.Unlock()
+	_ = c.rw.Close()
 }
 
 func (c *Client) finish(cl *call, err error, ctxErr error) (*Result, error) {
@@ -267,15 +351,14 @@ func (c *Client) Inspect(ctx context.Context) (*State, error) {
 	if err := c.send(request{Type: "inspect", Req: tag}); err != nil {
 		return nil, err
 	}
-	select {
-	case err := <-cl.reply:
-		if err != nil {
-			return nil, fmt.Errorf("inspect: %w", err)
-		}
-		return cl.state, nil
-	case <-ctx.Done():
-		return nil, fmt.Errorf("inspect: %w", ctx.Err())
+	err, stopped := c.awaitReply(ctx, cl, 0)
+	if stopped != nil {
+		return nil, fmt.Errorf("inspect: %w", stopped)
 	}
+	if err != nil {
+		return nil, fmt.Errorf("inspect: %w", err)
+	}
+	return cl.state, nil
 }
 
 // Scan lists the files under dir in the container, at most max of them
@@ -292,15 +375,14 @@ func (c *Client) Scan(ctx context.Context, dir string, max int) (files []File, m
 	if err := c.send(request{Type: "scan", Req: tag, Path: dir, Max: max}); err != nil {
 		return nil, false, err
 	}
-	select {
-	case err := <-cl.reply:
-		if err != nil {
-			return nil, false, fmt.Errorf("scan %s: %w", dir, err)
-		}
-		return cl.files, cl.more, nil
-	case <-ctx.Done():
-		return nil, false, fmt.Errorf("scan %s: %w", dir, ctx.Err())
+	err, stopped := c.awaitReply(ctx, cl, 0)
+	if stopped != nil {
+		return nil, false, fmt.Errorf("scan %s: %w", dir, stopped)
 	}
+	if err != nil {
+		return nil, false, fmt.Errorf("scan %s: %w", dir, err)
+	}
+	return cl.files, cl.more, nil
 }
 
 // Ping checks that the init answers.
@@ -362,7 +444,19 @@ func (c *Client) send(r request) error {
 	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	if d, ok := c.rw.(interface{ SetWriteDeadline(time.Time) error }); ok && c.WriteTimeout > 0 {
+		// A second more per MiB: a large cell takes its time to cross.
+		_ = d.SetWriteDeadline(time.Now().Add(c.WriteTimeout + time.Duration(len(data)>>20)*time.Second))
+		defer d.SetWriteDeadline(time.Time{})
+	}
 	if _, err := c.rw.Write(data); err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			// Part of the frame may be on the wire: the stream is
+			// unusable, and the init is not reading.
+			err = fmt.Errorf("%w: it read nothing for %s", ErrUnresponsive, c.WriteTimeout)
+			c.fail(err)
+			return err
+		}
 		return fmt.Errorf("%w: %w", ErrConnectionLost, err)
 	}
 	return nil

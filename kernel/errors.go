@@ -23,6 +23,10 @@ var (
 	ErrRejected = errors.New("request rejected by the kernel")
 	// ErrFrameTooLarge means a frame exceeded MaxFrame.
 	ErrFrameTooLarge = errors.New("frame too large")
+	// ErrUnresponsive means the init (the kernel's broker) stopped
+	// answering: a stopped, wedged or starved PID 1. Nothing it holds can
+	// be trusted to come back; the session is lost.
+	ErrUnresponsive = errors.New("the sandbox's init does not answer")
 )
 
 // VersionError is returned when the kernel announces a protocol version this

@@ -14,6 +14,13 @@ import (
 // startTimeout bounds creating a container and reaching its kernel.
 const startTimeout = 2 * time.Minute
 
+// helloTimeout is how long an init may take to greet a new connection.
+const helloTimeout = 10 * time.Second
+
+// interruptMargin is what an init may take, beyond the grace period, to
+// report an execution it interrupted or killed.
+const interruptMargin = 3 * time.Second
+
 // entry is one session known to this process.
 type entry struct {
 	key, id string
@@ -185,6 +192,10 @@ func deathReason(c Container, image string) string {
 // session if no record exists.
 func (m *Manager) attach(ctx context.Context, e *entry, c Container) error {
 	client, err := m.dial(ctx, c.ID)
+	var lost *lostError
+	if errors.As(err, &lost) {
+		m.markStopped(ctx, e.id, "lost: "+lost.reason)
+	}
 	if err != nil {
 		return err
 	}
@@ -256,11 +267,24 @@ func (m *Manager) dial(ctx context.Context, id string) (*kernel.Client, error) {
 			}
 			return nil, err
 		}
-		hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		hctx, cancel := context.WithTimeout(ctx, helloTimeout)
 		c, err := kernel.NewClient(hctx, rw)
 		cancel()
 		if err == nil {
+			// After an interrupt the init needs the grace period and a
+			// moment to report; past that it is checked on.
+			c.InterruptWait = m.cfg.InterruptGrace + interruptMargin
 			return c, nil
+		}
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			// The bridge reached the init (it only connects once the
+			// init listens) and the init said nothing: it is stopped or
+			// wedged, and will not serve this session again.
+			if lost := m.checkAlive(ctx, id); lost != nil {
+				return nil, lost
+			}
+			m.removeBestEffort(id)
+			return nil, unresponsive(id, fmt.Errorf("%w: no hello within %s", kernel.ErrUnresponsive, helloTimeout))
 		}
 		if errors.Is(err, kernel.ErrProtocolMismatch) {
 			return nil, fmt.Errorf("%w: %w", ErrImageStale, err)

@@ -91,6 +91,9 @@ func (m *Manager) run(ctx context.Context, e *entry, do, again func(*kernel.Clie
 		}
 	}
 	kr, err := do(e.client)
+	if errors.Is(err, kernel.ErrUnresponsive) {
+		return nil, m.lose(ctx, e, unresponsive(e.containerID, err))
+	}
 	if err == nil || !(errors.Is(err, kernel.ErrConnectionLost) || errors.Is(err, kernel.ErrClosed)) {
 		return kr, err
 	}
@@ -99,7 +102,17 @@ func (m *Manager) run(ctx context.Context, e *entry, do, again func(*kernel.Clie
 	if rerr := m.reconnect(ctx, e); rerr != nil {
 		return nil, rerr
 	}
-	return again(e.client)
+	kr, err = again(e.client)
+	if errors.Is(err, kernel.ErrUnresponsive) {
+		return nil, m.lose(ctx, e, unresponsive(e.containerID, err))
+	}
+	return kr, err
+}
+
+// unresponsive is the loss of a session whose init stopped answering:
+// whatever it holds cannot be trusted to come back, so its container goes.
+func unresponsive(id string, err error) *lostError {
+	return &lostError{id: id, reason: fmt.Sprintf("stopped answering (%v), so it was removed", err)}
 }
 
 // reconnect dials the kernel of e's container again, or reports the session

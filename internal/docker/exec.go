@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/docker/docker/api/types/container"
 )
@@ -82,6 +83,10 @@ func (s *Stream) Read(p []byte) (int, error) {
 
 // Write writes to the process's standard input.
 func (s *Stream) Write(p []byte) (int, error) { return s.conn.Write(p) }
+
+// SetWriteDeadline bounds the writes to come: a process that stops reading
+// must not hold its writer forever once the pipes fill.
+func (s *Stream) SetWriteDeadline(t time.Time) error { return s.conn.SetWriteDeadline(t) }
 
 // CloseWrite closes the process's standard input.
 func (s *Stream) CloseWrite() error {

@@ -1,0 +1,99 @@
+package session_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestCodeCannotReachTheInit runs, as a cell would, every way we know of to
+// reach PID 1 (the init that brokers the kernel for the host) and checks
+// that each is refused, and that the session still answers afterwards: user
+// code could otherwise forge results the host records, squat execution ids,
+// or stop the session for good.
+func TestCodeCannotReachTheInit(t *testing.T) {
+	t.Parallel()
+	m := newManager(t, nil)
+	cases := []struct {
+		name, code, want string
+	}{
+		{"ptrace attach", `
+import ctypes, errno
+libc = ctypes.CDLL(None, use_errno=True)
+PTRACE_ATTACH, PTRACE_SEIZE, PTRACE_DETACH = 16, 0x4206, 17
+r = libc.ptrace(PTRACE_ATTACH, 1, 0, 0)
+e = ctypes.get_errno()
+s = libc.ptrace(PTRACE_SEIZE, 1, 0, 0)
+if r == 0 or s == 0:
+    libc.ptrace(PTRACE_DETACH, 1, 0, 0)
+print("attached" if r == 0 or s == 0 else "refused", errno.errorcode.get(e))`, "refused"},
+		{"read and write its memory", `
+try:
+    open("/proc/1/mem", "r+b")
+    print("opened")
+except OSError as e:
+    print("refused", e.errno)`, "refused"},
+		{"its open files", `
+import os
+try:
+    print("listed", os.listdir("/proc/1/fd"))
+except OSError as e:
+    print("refused", e.errno)`, "refused"},
+		{"its environment", `
+try:
+    print("read", open("/proc/1/environ", "rb").read()[:40])
+except OSError as e:
+    print("refused", e.errno)`, "refused"},
+		{"signals", `
+import os, signal
+out = []
+for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGKILL, signal.SIGSTOP, signal.SIGUSR1):
+    try:
+        os.kill(1, s)
+        out.append("sent " + s.name)
+    except PermissionError:
+        pass
+print(" ".join(out) or "refused")`, "refused"},
+		{"broker sockets", `
+import socket
+got = []
+for name in ("\0agentbox/kernel", "\0agentbox/kernel.handoff"):
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(3)
+    try:
+        s.connect(name)
+        s.sendall(b'{"type": "get", "id": "x"}\n{"type": "ping"}\n')
+        data = s.recv(4096)
+        if data:
+            got.append(data[:60])
+    except OSError:
+        pass
+    finally:
+        s.close()
+print(got or "refused")`, "refused"},
+		{"capability bounding set empty", `print([l for l in open("/proc/self/status") if l.startswith("CapBnd")][0].split()[1])`, "0000000000000000"},
+		{"no capability left to regain", `print([l for l in open("/proc/self/status") if l.startswith("CapPrm")][0].split()[1])`, "0000000000000000"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			// A session each: an attempt that worked must not spoil the next.
+			key := "hostile " + c.name
+			res := mustExec(t, m, key, c.code)
+			if res.Error != nil {
+				t.Fatalf("raised: %+v\n%s", res.Error, res.Stderr)
+			}
+			if got := strings.TrimSpace(res.Stdout); !strings.HasPrefix(got, c.want) {
+				t.Fatalf("got %q, want %q", got, c.want)
+			}
+			// The init is untouched: the next execution runs at once, with
+			// the session's state.
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			res, err := m.Exec(ctx, key, "1 + 1")
+			if err != nil || plain(res) != "2" || res.KernelRestarted {
+				t.Fatalf("session after the attempt: %+v, %v", res, err)
+			}
+		})
+	}
+}

@@ -1,0 +1,109 @@
+package session_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/internal/dockertest"
+	"github.com/agentbox/agentbox/kernel"
+	"github.com/agentbox/agentbox/session"
+)
+
+// stopInit stops a session's PID 1 from the host (SIGSTOP to the process
+// the engine started: the init under runc, the whole sandbox under runsc),
+// the state a ptrace attach used to leave it in. It is continued at cleanup
+// so the container can be removed.
+func stopInit(t *testing.T, id string) {
+	t.Helper()
+	st, err := dockertest.Engine(t).InspectContainer(context.Background(), id)
+	if err != nil || st.Pid <= 0 {
+		t.Fatalf("inspect %s: pid %d, %v", id, st.Pid, err)
+	}
+	if err := syscall.Kill(st.Pid, syscall.SIGSTOP); err != nil {
+		t.Skipf("cannot stop the container's first process from here: %v", err)
+	}
+	t.Cleanup(func() { syscall.Kill(st.Pid, syscall.SIGCONT) })
+}
+
+// TestStoppedInitIsALostSession: whatever state the init is in, a host call
+// returns within the execution's timeout plus the grace period plus a few
+// seconds, says the session was lost and why, and the next call gets a fresh
+// session. Before, a stopped init hung every later call on the session,
+// past EXEC_TIMEOUT_S, in every process.
+func TestStoppedInitIsALostSession(t *testing.T) {
+	t.Parallel()
+	const timeout, grace = 2 * time.Second, time.Second
+	// What the host may add: the interrupt margin, a ping's timeout, and
+	// room for a loaded machine.
+	const bound = timeout + grace + 15*time.Second
+	cases := []struct {
+		name string
+		// run stops the init of the session "k" on m, calls it as the case
+		// says, and returns the call's error and the manager that made it.
+		run func(t *testing.T, m *session.Manager, cfg config.Config, ns string) (*session.Manager, error)
+	}{
+		{"stopped while idle", func(t *testing.T, m *session.Manager, _ config.Config, _ string) (*session.Manager, error) {
+			stopInit(t, containerOf(t, m, "k"))
+			_, err := m.Exec(context.Background(), "k", "x", session.Timeout(timeout))
+			return m, err
+		}},
+		{"stopped mid-execution", func(t *testing.T, m *session.Manager, _ config.Config, _ string) (*session.Manager, error) {
+			id := containerOf(t, m, "k")
+			started := make(chan struct{})
+			done := make(chan error, 1)
+			go func() {
+				_, err := m.Exec(context.Background(), "k", "import time\nprint('go', flush=True)\ntime.sleep(60)", session.Timeout(timeout),
+					session.OnEvent(func(e kernel.Event) {
+						if e.Text == "go\n" {
+							close(started)
+						}
+					}))
+				done <- err
+			}()
+			select {
+			case <-started:
+			case <-time.After(time.Minute):
+				t.Fatal("the execution never started")
+			}
+			stopInit(t, id)
+			return m, <-done
+		}},
+		{"stopped, then a new process", func(t *testing.T, m *session.Manager, cfg config.Config, ns string) (*session.Manager, error) {
+			stopInit(t, containerOf(t, m, "k"))
+			m2 := managerFor(t, cfg, ns)
+			_, err := m2.Exec(context.Background(), "k", "x", session.Timeout(timeout))
+			return m2, err
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := testConfig(t, func(c *config.Config) { c.InterruptGrace = grace })
+			ns := namespace()
+			m := managerFor(t, cfg, ns)
+			mustExec(t, m, "k", "x = 1")
+			id := containerOf(t, m, "k")
+			start := time.Now()
+			m, err := c.run(t, m, cfg, ns)
+			took := time.Since(start)
+			if !errors.Is(err, session.ErrSessionLost) || !strings.Contains(err.Error(), "answer") {
+				t.Fatalf("got %v, want ErrSessionLost saying the init does not answer", err)
+			}
+			if took > bound {
+				t.Fatalf("the call took %s, more than timeout + grace + margin (%s)", took, bound)
+			}
+			if _, err := dockertest.Engine(t).InspectContainer(context.Background(), id); err == nil {
+				t.Fatalf("the unresponsive container %s is still there", id)
+			}
+			res := mustExec(t, m, "k", "'x' in globals()")
+			if plain(res) != "False" || res.ExecutionCount != 1 {
+				t.Fatalf("want a fresh session, got %+v", res)
+			}
+		})
+	}
+}
