@@ -138,7 +138,11 @@ plus the containers' live state when the engine is reachable). With KEY,
 shows that session: metadata, execution history, Python state, datasets and
 artifacts (with fresh signed download URLs). With --dir, reads a BIND session
 folder (session_metadata.json, session.log, python_state.json,
-cache_datasets.json) and needs neither database nor engine.
+cache_datasets.json) and needs neither database nor engine. The records sit
+beside workspace/, the sandbox's /session; in a folder without workspace/
+(the older layout) the sandbox could have written them, which the view says.
+Links, named pipes and other non-regular files at a record's name are
+refused, never read through.
 
 flags:
   --dir DIR        a BIND session folder to read instead of the database

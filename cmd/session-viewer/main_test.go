@@ -69,11 +69,15 @@ func appendLog(t *testing.T, dir string, entries ...session.LogEntry) {
 
 func ptr[T any](v T) *T { return &v }
 
-// bindFolder writes a BIND session folder in the documented shapes.
+// bindFolder writes a BIND session folder in the documented shapes: the
+// records beside workspace/, the sandbox's /session.
 func bindFolder(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "demo-0123456789abcdef")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, "workspace"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil { // whatever the umask
 		t.Fatal(err)
 	}
 	t0 := time.Date(2025, 3, 4, 10, 0, 0, 0, time.UTC)

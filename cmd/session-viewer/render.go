@@ -148,6 +148,9 @@ func (p *printer) view(v *view, o options) int {
 		row("memory", fmtBytes(s.MemoryBytes))
 	}
 	t.Flush()
+	if v.Note != "" {
+		p.printf("  %s\n", p.paint(red, "note: "+v.Note))
+	}
 
 	title := fmt.Sprintf("executions (%d", len(v.Executions))
 	if s.ExecutionCount > len(v.Executions) {

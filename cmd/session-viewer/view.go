@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +15,7 @@ import (
 	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/datasets"
 	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/internal/termsafe"
 	"github.com/agentbox/agentbox/kernel"
 	"github.com/agentbox/agentbox/session"
 )
@@ -25,6 +24,9 @@ import (
 type view struct {
 	Source      string         `json:"source"` // "database" or "folder"
 	Dir         string         `json:"dir,omitempty"`
+	Layout      string         `json:"layout,omitempty"`                      // --dir: "workspace" (records beside workspace/, out of the sandbox's reach) or "legacy" (records in the sandbox's folder)
+	Forgeable   *bool          `json:"records_writable_by_sandbox,omitempty"` // --dir: whether the sandbox could have written the records
+	Note        string         `json:"records_note,omitempty"`                // --dir: why it could
 	Session     sessionView    `json:"session"`
 	Executions  []execView     `json:"executions"`
 	Shown       int            `json:"shown"` // len(Executions)
@@ -35,6 +37,7 @@ type view struct {
 	Warnings    []string       `json:"warnings,omitempty"`
 	live        *session.Info  // the container, when the engine saw it
 	logOff      int64          // --dir: the end of session.log as read
+	logErr      string         // --dir: why session.log could not be read, as warned
 }
 
 type sessionView struct {
@@ -94,36 +97,50 @@ type artifactView struct {
 // ---- --dir: a BIND session folder ----
 
 func viewDir(ctx context.Context, o options, out *printer, stderr io.Writer) int {
-	v, err := readDir(o.dir, o)
-	if err != nil {
-		fmt.Fprintf(stderr, "session-viewer: %s\n", oneLine(err))
-		if errors.Is(err, fs.ErrNotExist) {
-			return exitNotFound
+	f, err := openFolder(o.dir)
+	if err == nil {
+		defer f.Close()
+		var v *view
+		if v, err = readDir(f, o); err == nil {
+			if code := out.view(v, o); code != exitOK || !o.follow {
+				return code
+			}
+			return followDir(ctx, f, v.logOff, v.logErr, o, out, stderr)
 		}
-		return exitSystem
 	}
-	if code := out.view(v, o); code != exitOK || !o.follow {
-		return code
+	fmt.Fprintf(stderr, "session-viewer: %s: %s\n", termsafe.Line(o.dir), oneLine(err))
+	if errors.Is(err, fs.ErrNotExist) {
+		return exitNotFound
 	}
-	return followDir(ctx, o.dir, v.logOff, o, out, stderr)
+	return exitSystem
 }
 
-// readDir reads the session folder dir.
-func readDir(dir string, o options) (*view, error) {
+// readDir reads the session folder f. Only its metadata is required; a
+// record that cannot be read is a warning in the view.
+func readDir(f *folder, o options) (*view, error) {
 	var md session.Metadata
-	if err := readJSON(filepath.Join(dir, session.MetadataFile), &md); err != nil {
+	if err := f.readJSON(session.MetadataFile, &md); err != nil {
 		return nil, err
 	}
-	v := &view{Source: "folder", Dir: dir, Session: sessionView{
-		Key: md.Key, ID: md.ID, Container: md.Container, Image: md.Image, State: "unknown",
-		Storage: string(config.StorageBind), Limits: md.Limits, Created: md.Created, LastUsed: md.LastUsed,
-		ExecutionCount: md.ExecutionCount,
-	}}
-	entries, off, err := readLog(filepath.Join(dir, session.LogFile), 0)
+	forgeable := f.forgeable != ""
+	v := &view{Source: "folder", Dir: f.path, Forgeable: &forgeable, Note: f.forgeable, Layout: "workspace",
+		Session: sessionView{
+			Key: md.Key, ID: md.ID, Container: md.Container, Image: md.Image, State: "unknown",
+			Storage: string(config.StorageBind), Limits: md.Limits, Created: md.Created, LastUsed: md.LastUsed,
+			ExecutionCount: md.ExecutionCount,
+		}}
+	if _, err := f.root.Lstat(workspaceDir); err != nil {
+		v.Layout = "legacy"
+	}
+	entries, off, note, err := f.readLog(0, true)
 	v.logOff = off
 	all := entries
+	if note != "" {
+		v.warn("%s", note)
+	}
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		v.warn("%s: %v", session.LogFile, err)
+		v.logErr = err.Error()
+		v.warn("%v", err)
 	}
 	if o.limit > 0 && len(entries) > o.limit {
 		entries = entries[len(entries)-o.limit:]
@@ -134,14 +151,14 @@ func readDir(dir string, o options) (*view, error) {
 	v.Shown = len(v.Executions)
 	if !o.noState {
 		var st kernel.State
-		if err := readJSON(filepath.Join(dir, session.StateFile), &st); err == nil {
+		if err := f.readJSON(session.StateFile, &st); err == nil {
 			v.State, v.StateSource = &st, session.StateFile
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			v.warn("%v", err)
 		}
 	}
 	var recs []datasets.Record
-	if err := readJSON(filepath.Join(dir, session.DatasetsFile), &recs); err == nil {
+	if err := f.readJSON(session.DatasetsFile, &recs); err == nil {
 		v.setDatasets(recs)
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		v.warn("%v", err)
@@ -158,37 +175,6 @@ func readDir(dir string, o options) (*view, error) {
 	return v, nil
 }
 
-// readLog reads session.log from byte offset off, returning its whole
-// lines and the offset after the last one.
-func readLog(path string, off int64) ([]session.LogEntry, int64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, off, err
-	}
-	defer f.Close()
-	if _, err := f.Seek(off, io.SeekStart); err != nil {
-		return nil, off, err
-	}
-	r := bufio.NewReader(f)
-	var out []session.LogEntry
-	for {
-		line, err := r.ReadBytes('\n')
-		if err != nil {
-			break // EOF, or half a line still being written
-		}
-		off += int64(len(line))
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		var e session.LogEntry
-		if err := json.Unmarshal(line, &e); err != nil {
-			return out, off, fmt.Errorf("bad line at byte %d: %w", off-int64(len(line)), err)
-		}
-		out = append(out, e)
-	}
-	return out, off, nil
-}
-
 func fromLog(e session.LogEntry) execView {
 	return execView{ID: e.ID, ExecutionCount: e.ExecutionCount, Started: e.Time, DurationMS: e.DurationMS,
 		Code: e.Code, Stdout: e.Stdout, Stderr: e.Stderr, Error: e.Error, TimedOut: e.TimedOut,
@@ -196,8 +182,9 @@ func fromLog(e session.LogEntry) execView {
 }
 
 // followDir prints the lines appended to session.log after offset off.
-func followDir(ctx context.Context, dir string, off int64, o options, out *printer, stderr io.Writer) int {
-	path := filepath.Join(dir, session.LogFile)
+// A reason it cannot read the log is said once, until it changes: lastErr
+// is the one the view already showed.
+func followDir(ctx context.Context, f *folder, off int64, lastErr string, o options, out *printer, stderr io.Writer) int {
 	t := time.NewTicker(pollInterval)
 	defer t.Stop()
 	for {
@@ -206,9 +193,13 @@ func followDir(ctx context.Context, dir string, off int64, o options, out *print
 			return exitOK
 		case <-t.C:
 		}
-		entries, next, err := readLog(path, off)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			fmt.Fprintf(stderr, "session-viewer: %s: %v\n", session.LogFile, err)
+		entries, next, _, err := f.readLog(off, false)
+		switch {
+		case err == nil, errors.Is(err, fs.ErrNotExist):
+			lastErr = ""
+		case err.Error() != lastErr:
+			lastErr = err.Error()
+			fmt.Fprintf(stderr, "session-viewer: %s\n", oneLine(err))
 		}
 		off = next
 		for _, e := range entries {
@@ -305,9 +296,9 @@ func viewKey(ctx context.Context, cfg config.Config, ns string, o options, out *
 			}
 		}
 		if v.State == nil {
-			var s kernel.State
-			if err := readJSON(filepath.Join(dir, session.StateFile), &s); err == nil {
-				v.State, v.StateSource = &s, session.StateFile
+			s, err := readStateFile(dir, v)
+			if err == nil {
+				v.State, v.StateSource = s, session.StateFile
 			} else if v.live != nil && v.live.State == "running" {
 				code = exitSystem // running, yet its state could not be read
 			}
@@ -509,15 +500,26 @@ func closeManager(ctx context.Context, m *session.Manager, stderr io.Writer) {
 	}
 }
 
-func readJSON(path string, v any) error {
-	data, err := os.ReadFile(path)
+// readStateFile reads python_state.json from the BIND session folder dir
+// (the last state recorded, when the live one is out of reach) as --dir
+// reads it, warning in v when it was refused or could have been forged.
+func readStateFile(dir string, v *view) (*kernel.State, error) {
+	f, err := openFolder(dir)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := json.Unmarshal(data, v); err != nil {
-		return fmt.Errorf("%s: %w", filepath.Base(path), err)
+	defer f.Close()
+	var s kernel.State
+	if err := f.readJSON(session.StateFile, &s); err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			v.warn("%v", err)
+		}
+		return nil, err
 	}
-	return nil
+	if f.forgeable != "" {
+		v.warn("%s: %s", session.StateFile, f.forgeable)
+	}
+	return &s, nil
 }
 
 func (v *view) warn(format string, args ...any) {
