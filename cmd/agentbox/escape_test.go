@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -93,6 +94,16 @@ func TestPrinterEscapesSandboxText(t *testing.T) {
 			t.Errorf("streamed %v: the \\r\\n line end was not kept: %q", streamed, stdout.String())
 		}
 	}
+
+	// Output that ends in a carriage return (a progress bar's last frame)
+	// still shows it, escaped, when the execution finishes.
+	var stdout, stderr strings.Builder
+	p := newPrinter(&stdout, &stderr, false)
+	p.event(kernel.Event{Type: kernel.EventStream, Name: "stdout", Text: "50%\r100%\r"})
+	p.finish(&session.Result{})
+	if stdout.String() != `50%\r100%\r` {
+		t.Errorf("stdout = %q, want %q", stdout.String(), `50%\r100%\r`)
+	}
 }
 
 // TestWriteTableEscapesSandboxText lists a session whose key, id, container
@@ -135,4 +146,56 @@ func TestPrinterRaw(t *testing.T) {
 	}
 	checkTerminalSafe(t, "display name", strings.TrimPrefix(stdout.String(), "\x1b[31mred\x1b[0m\r"))
 	checkTerminalSafe(t, "exception and notes", strings.TrimPrefix(stderr.String(), "\x1b[33mwarn\x1b[0m\n"))
+}
+
+// TestExecEscapesSandboxOutput runs code in a real sandbox that prints an
+// OSC 52 clipboard write and a screen clear and names an artifact with
+// them: by default all of it shows escaped; with --raw the output (only)
+// reaches the terminal as it is.
+func TestExecEscapesSandboxOutput(t *testing.T) {
+	sandboxEnv(t)
+	code := `import sys, os
+os.makedirs("/session/artifacts", exist_ok=True)
+open("/session/artifacts/x\x1b]52;c;aGk=\x07.txt", "w").write("x")
+print("a\x1b]52;c;aGk=\x07b\rc\x1b[2J")
+print("err\x1b[31m", file=sys.stderr)`
+	r := agentbox(t, "", "exec", code)
+	if r.code != exitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	checkTerminalSafe(t, "stdout", r.stdout)
+	checkTerminalSafe(t, "stderr", r.stderr)
+	if r.stdout != `a\x1b]52;c;aGk=\ab\rc\x1b[2J`+"\n" {
+		t.Errorf("stdout = %q", r.stdout)
+	}
+	if !strings.Contains(r.stderr, `err\x1b[31m`) || !strings.Contains(r.stderr, `artifact x\x1b]52;c;aGk=\a.txt`) {
+		t.Errorf("stderr = %q, want the output and the artifact name escaped", r.stderr)
+	}
+
+	// --json holds the output exactly, with the controls JSON leaves raw
+	// (here C1 CSI and a bidi override) spelled as escapes.
+	jsonCode := code + "\nprint('\u009b2J\u202e')"
+	r = agentbox(t, "", "exec", "--json", jsonCode)
+	if r.code != exitOK {
+		t.Fatalf("--json: exit %d: %s", r.code, r.stderr)
+	}
+	checkTerminalSafe(t, "--json stdout", r.stdout)
+	var res struct{ Stdout string }
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+		t.Fatalf("--json: %v: %q", err, r.stdout)
+	}
+	if want := "a\x1b]52;c;aGk=\x07b\rc\x1b[2J\n\u009b2J\u202e\n"; res.Stdout != want {
+		t.Errorf("--json stdout %q, want %q", res.Stdout, want)
+	}
+
+	r = agentbox(t, "", "exec", "--raw", code)
+	if r.code != exitOK {
+		t.Fatalf("--raw: exit %d: %s", r.code, r.stderr)
+	}
+	if r.stdout != "a\x1b]52;c;aGk=\x07b\rc\x1b[2J\n" {
+		t.Errorf("--raw stdout = %q, want the output as it was", r.stdout)
+	}
+	if !strings.Contains(r.stderr, `artifact x\x1b]52;c;aGk=\a.txt`) {
+		t.Errorf("--raw stderr = %q, want the artifact name still escaped", r.stderr)
+	}
 }

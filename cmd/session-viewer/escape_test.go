@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -209,4 +210,14 @@ func TestErrorsEscapeSandboxText(t *testing.T) {
 		t.Fatalf("bad metadata read without an error:\n%s", r.stdout)
 	}
 	checkTerminalSafe(t, "stderr, bad metadata", r.stderr)
+}
+
+// TestOneLineEscapes checks the helper every error message on stderr goes
+// through: one line, nothing a terminal acts on.
+func TestOneLineEscapes(t *testing.T) {
+	got := oneLine(errors.New("first\nsecond: " + hostile))
+	checkTerminalSafe(t, "oneLine", got)
+	if strings.Contains(got, "\n") || !strings.HasPrefix(got, "first; second: evil") {
+		t.Errorf("oneLine = %q", got)
+	}
 }

@@ -196,6 +196,16 @@ func TestDirLayouts(t *testing.T) {
 			}
 			return dir
 		}, true},
+		{"workspace is a link inside the folder", func(t *testing.T) string {
+			dir := layoutFolder(t, "old")
+			if err := os.Mkdir(filepath.Join(dir, "data"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink("data", filepath.Join(dir, "workspace")); err != nil {
+				t.Fatal(err)
+			}
+			return dir
+		}, true},
 		{"workspace is a file", func(t *testing.T) string {
 			dir := layoutFolder(t, "old")
 			if err := os.WriteFile(filepath.Join(dir, "workspace"), nil, 0o644); err != nil {
@@ -367,4 +377,29 @@ func mustRead(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestReadStateFileRefusesPlanted checks the one record the KEY view reads
+// from the session folder (the last python_state.json, when the live state
+// is out of reach): a link is not read through, and a record the sandbox
+// could have written says so.
+func TestReadStateFileRefusesPlanted(t *testing.T) {
+	dir := layoutFolder(t, "new")
+	traps[0].plant(t, dir, session.StateFile)
+	var v view
+	if s, err := readStateFile(dir, &v); s != nil || err == nil {
+		t.Errorf("read through a link: %+v, %v", s, err)
+	}
+	if !containsString(v.Warnings, session.StateFile+": a symbolic link, not followed") {
+		t.Errorf("warnings %q, want the link refused", v.Warnings)
+	}
+
+	dir = layoutFolder(t, "old")
+	v = view{}
+	if s, err := readStateFile(dir, &v); s == nil || err != nil {
+		t.Fatalf("old layout: %v", err)
+	}
+	if !containsString(v.Warnings, "may be forged") {
+		t.Errorf("warnings %q, want the state said to be forgeable", v.Warnings)
+	}
 }
