@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -29,8 +30,8 @@ func (m *Manager) create(ctx context.Context, e *entry) error {
 	}
 	var dir string
 	if m.cfg.SessionStorage == config.StorageBind {
-		dir = filepath.Join(m.cfg.SessionsRoot, e.id)
-		if err := m.makeDir(dir); err != nil {
+		var err error
+		if dir, err = m.makeSessionDir(e.id); err != nil {
 			return err
 		}
 	}
@@ -80,7 +81,7 @@ func (m *Manager) adopt(ctx context.Context, e *entry, p *pooled) error {
 		return err
 	}
 	if m.cfg.SessionStorage == config.StorageBind {
-		if err := m.claimDir(p.dir, filepath.Join(m.cfg.SessionsRoot, e.id)); err != nil {
+		if err := m.claimDir(p.dir, e.id); err != nil {
 			m.removeBestEffort(p.id)
 			p.client.Close()
 			return err
@@ -93,26 +94,44 @@ func (m *Manager) adopt(ctx context.Context, e *entry, p *pooled) error {
 	return m.record(ctx, e)
 }
 
-// claimDir makes a warm container's folder the session folder dst. The bind
-// mount follows the folder when it is renamed; files a former session of the
-// same key left in dst are moved in first, as if dst had been mounted.
+// claimDir gives a warm container's workspace (of the folder src) to the
+// session folder dst, both relative to SESSIONS_ROOT. The bind mount
+// follows the workspace when it is renamed. An earlier session of the same
+// key keeps its records in dst, and the files it left in its workspace are
+// moved into the warm one first, as if it had been mounted.
 func (m *Manager) claimDir(src, dst string) error {
-	old, err := os.ReadDir(dst)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	if _, err := m.makeSessionDir(dst); err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(m.cfg.SessionsRoot)
+	if err != nil {
 		return fmt.Errorf("session folder: %w", err)
 	}
-	for _, f := range old {
-		if err := os.Rename(filepath.Join(dst, f.Name()), filepath.Join(src, f.Name())); err != nil {
+	defer root.Close()
+	from, to := path.Join(dst, WorkspaceDir), path.Join(src, WorkspaceDir)
+	f, err := root.Open(from)
+	if err != nil {
+		return fmt.Errorf("session folder: %w", err)
+	}
+	old, err := f.ReadDir(-1)
+	f.Close()
+	if err != nil {
+		return fmt.Errorf("session folder: %w", err)
+	}
+	for _, d := range old {
+		// Renames move links as links, never through them.
+		if err := root.Rename(path.Join(from, d.Name()), path.Join(to, d.Name())); err != nil {
 			return fmt.Errorf("session folder: %w", err)
 		}
 	}
-	if err == nil {
-		if err := os.Remove(dst); err != nil {
-			return fmt.Errorf("session folder: %w", err)
-		}
-	}
-	if err := os.Rename(src, dst); err != nil {
+	if err := root.Remove(from); err != nil {
 		return fmt.Errorf("session folder: %w", err)
+	}
+	if err := root.Rename(to, from); err != nil {
+		return fmt.Errorf("session folder: %w", err)
+	}
+	if err := root.RemoveAll(src); err != nil {
+		m.log.Warn("remove warm container folder", "dir", filepath.Join(m.cfg.SessionsRoot, src), "err", err)
 	}
 	return nil
 }
@@ -123,26 +142,6 @@ func (m *Manager) removeBestEffort(id string) {
 	if err := m.drv.Remove(ctx, id); err != nil {
 		m.log.Warn("remove container", "container_id", shortID(id), "err", err)
 	}
-}
-
-// makeDir creates a session folder the sandbox user can write.
-func (m *Manager) makeDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("session folder: %w", err)
-	}
-	uid, gid, ok := numericUser(m.cfg.User)
-	if !ok || os.Geteuid() == uid {
-		return nil
-	}
-	if err := os.Chown(dir, uid, gid); err != nil {
-		// Not root: the sandbox user can only write if the folder is open
-		// to all. Say so rather than fail.
-		m.log.Warn("session folder open to all users: cannot give it to the sandbox user", "dir", dir, "err", err)
-		if err := os.Chmod(dir, 0o777); err != nil {
-			return fmt.Errorf("session folder: %w", err)
-		}
-	}
-	return nil
 }
 
 // numericUser parses "uid" or "uid:gid".

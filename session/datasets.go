@@ -131,7 +131,7 @@ func (m *Manager) setStatus(ctx context.Context, e *entry, rec datasets.Record) 
 	}
 	list, err := m.dsStatus.List(context.WithoutCancel(ctx), m.ns, e.id)
 	if err == nil {
-		err = writeJSON(filepath.Join(m.dir(e), DatasetsFile), list)
+		err = writeRecord(m.dir(e), DatasetsFile, list)
 	}
 	if err != nil {
 		m.log.Warn("write "+DatasetsFile, "session_id", e.id, "err", err)

@@ -3,16 +3,15 @@ package session
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/agentbox/agentbox/kernel"
 )
 
-// The debugging files BIND mode writes into the session folder (the names
-// LangGraph-Sandbox uses).
+// The debugging files BIND mode writes into the session folder,
+// SESSIONS_ROOT/<session id>/ (the names LangGraph-Sandbox uses), beside
+// WorkspaceDir, never inside it (see records.go).
 const (
 	LogFile      = "session.log"           // one JSON object per execution
 	MetadataFile = "session_metadata.json" // the session's record
@@ -65,7 +64,7 @@ func (m *Manager) writeFiles(ctx context.Context, e *entry, code string, started
 		StateLost:      res.StateLost,
 	})
 	if err == nil {
-		err = appendLine(filepath.Join(m.dir(e), LogFile), line)
+		err = appendRecord(m.dir(e), LogFile, line)
 	}
 	if err != nil {
 		m.log.Warn("write session log", "session_id", e.id, "err", err)
@@ -78,7 +77,7 @@ func (m *Manager) writeFiles(ctx context.Context, e *entry, code string, started
 	defer cancel()
 	st, err := e.client.Inspect(ictx)
 	if err == nil {
-		err = writeJSON(filepath.Join(m.dir(e), StateFile), st)
+		err = writeRecord(m.dir(e), StateFile, st)
 	}
 	if err != nil {
 		m.log.Warn("write python state", "session_id", e.id, "err", err)
@@ -86,7 +85,7 @@ func (m *Manager) writeFiles(ctx context.Context, e *entry, code string, started
 }
 
 func (m *Manager) writeMetadata(e *entry, lastUsed time.Time) {
-	err := writeJSON(filepath.Join(m.dir(e), MetadataFile), Metadata{
+	err := writeRecord(m.dir(e), MetadataFile, Metadata{
 		Key:            e.key,
 		ID:             e.id,
 		Container:      e.containerID,
@@ -99,46 +98,4 @@ func (m *Manager) writeMetadata(e *entry, lastUsed time.Time) {
 	if err != nil {
 		m.log.Warn("write session metadata", "session_id", e.id, "err", err)
 	}
-}
-
-// appendLine appends one line in a single write, so that a reader never sees
-// half a line from this process.
-func appendLine(path string, line []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(append(line, '\n')); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-// writeJSON replaces path atomically: a reader sees the old file or the new
-// one, never a mix.
-func writeJSON(path string, v any) error {
-	data, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(append(data, '\n'))
-	if err == nil {
-		err = tmp.Chmod(0o644)
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", filepath.Base(path), err)
-	}
-	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"os"
+	"path"
 	"path/filepath"
 	"sync"
 	"time"
@@ -35,7 +36,7 @@ type pool struct {
 type pooled struct {
 	id     string
 	client *kernel.Client
-	dir    string // its BIND folder, in BIND mode
+	dir    string // its BIND folder (relative to SESSIONS_ROOT), in BIND mode
 }
 
 func newPool(m *Manager, size int) *pool {
@@ -128,16 +129,19 @@ func (p *pool) start(ctx context.Context) (*pooled, error) {
 	_, _ = rand.Read(b[:])
 	suffix := hex.EncodeToString(b[:])
 	w := &pooled{}
+	var workspace string
 	if m.cfg.SessionStorage == config.StorageBind {
-		w.dir = filepath.Join(m.cfg.SessionsRoot, poolDir, suffix)
-		if err := m.makeDir(w.dir); err != nil {
+		w.dir = path.Join(poolDir, suffix)
+		var err error
+		if workspace, err = m.makeSessionDir(w.dir); err != nil {
+			p.removeDir(w)
 			return nil, err
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	name := m.ns + "_pool_" + suffix
-	id, err := m.drv.Create(ctx, m.spec(name, RolePool, w.dir))
+	id, err := m.drv.Create(ctx, m.spec(name, RolePool, workspace))
 	if err != nil {
 		// Cancelled mid-call, the engine may have made it all the same:
 		// it has a name of its own, so remove it by that.
@@ -177,8 +181,9 @@ func (p *pool) discard(w *pooled) {
 
 func (p *pool) removeDir(w *pooled) {
 	if w.dir != "" {
-		if err := os.RemoveAll(w.dir); err != nil {
-			p.m.log.Warn("remove warm container folder", "dir", w.dir, "err", err)
+		dir := filepath.Join(p.m.cfg.SessionsRoot, w.dir)
+		if err := os.RemoveAll(dir); err != nil {
+			p.m.log.Warn("remove warm container folder", "dir", dir, "err", err)
 		}
 	}
 }

@@ -25,7 +25,7 @@ type fileWriter interface {
 // through the engine.
 func (m *Manager) localSession(ctx context.Context, e *entry) string {
 	if m.cfg.SessionStorage == config.StorageBind {
-		return m.dir(e)
+		return m.workspace(e)
 	}
 	if e.hostRoot == "" || !sameContainer(e.hostRoot, e.containerID) {
 		e.hostRoot = ""
