@@ -82,6 +82,11 @@ func TestBindStorage(t *testing.T) {
 		t.Fatalf("file written in the sandbox not on the host: %q %v", data, err)
 	}
 	checkBindFiles(t, cfg.SessionsRoot, "b", 2, "names")
+	// The host's records are not in the sandbox's /session: what the code
+	// sees is the workspace, with the folders it is told to use.
+	if got := res.Stdout; got != "['artifacts', 'data', 'hello.txt']\n" {
+		t.Fatalf("/session holds %s, want the workspace alone", got)
+	}
 
 	// The folder outlives the container: a new session of the key finds it.
 	if err := m.Stop(context.Background(), "b"); err != nil {

@@ -42,7 +42,8 @@ func (m *Manager) workspace(e *entry) string { return filepath.Join(m.dir(e), Wo
 func openDir(dir string) (*os.File, error) {
 	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
 	if err != nil {
-		if err == syscall.ELOOP {
+		// O_DIRECTORY wins over O_NOFOLLOW: a link is ENOTDIR, not ELOOP.
+		if fi, lerr := os.Lstat(dir); err == syscall.ELOOP || lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
 			err = errLink
 		}
 		return nil, &fs.PathError{Op: "open", Path: dir, Err: err}
