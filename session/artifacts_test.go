@@ -199,7 +199,8 @@ func TestArtifactsFolderLink(t *testing.T) {
 				c.ArtifactMove = true
 			})
 			res := mustExec(t, m, "link", fmt.Sprintf(`
-import os
+import os, shutil
+shutil.rmtree('/session/artifacts', ignore_errors=True)
 os.makedirs(%[1]q, exist_ok=True)
 open(%[1]q + '/secret', 'w').write('sandbox')
 os.symlink(%[1]q, '/session/artifacts')`, canary))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentbox/agentbox/internal/dockertest"
 	"github.com/agentbox/agentbox/kernel"
+	sandboximage "github.com/agentbox/agentbox/sandbox-image"
 	"github.com/agentbox/agentbox/session"
 	"github.com/agentbox/agentbox/session/sessiontest"
 )
@@ -204,11 +205,12 @@ func runDriverConformance(t *testing.T, d session.Driver, image string) {
 // conformanceSpec is a container locked down like a session's.
 func conformanceSpec(image, name string, labels map[string]string) session.Spec {
 	return session.Spec{
-		Name:   name,
-		Image:  image,
-		User:   "1000:1000",
-		Labels: maps.Clone(labels),
-		Env:    []string{"AGENTBOX_MAX_OUTPUT=65536", "AGENTBOX_INTERRUPT_GRACE=2"},
+		Name:       name,
+		Image:      image,
+		User:       sandboximage.InitUser,
+		WorkingDir: "/",
+		Labels:     maps.Clone(labels),
+		Env:        []string{sandboximage.UserEnv + "=1000:1000", "AGENTBOX_MAX_OUTPUT=65536", "AGENTBOX_INTERRUPT_GRACE=2"},
 		Tmpfs: map[string]string{
 			"/tmp":     "rw,nosuid,nodev,size=64m,mode=1777",
 			"/session": "rw,nosuid,nodev,size=64m,uid=1000,gid=1000,mode=0700",
@@ -220,6 +222,7 @@ func conformanceSpec(image, name string, labels map[string]string) session.Spec 
 		NanoCPUs:        1e9,
 		PidsLimit:       128,
 		CapDropAll:      true,
+		CapAdd:          sandboximage.InitCapabilities(),
 		NoNewPrivileges: true,
 	}
 }

@@ -92,7 +92,7 @@ func TestPooledBindSession(t *testing.T) {
 	if res.Stdout != "from before\n" || res.Error != nil {
 		t.Fatalf("pooled session does not see the key's folder: %+v", res)
 	}
-	if data, err := os.ReadFile(filepath.Join(dir, "new.txt")); err != nil || string(data) != "new" {
+	if data, err := os.ReadFile(filepath.Join(dir, session.WorkspaceDir, "new.txt")); err != nil || string(data) != "new" {
 		t.Fatalf("pooled session does not write the key's folder: %q %v", data, err)
 	}
 	checkBindFiles(t, cfg.SessionsRoot, "p", 1, "v")

@@ -214,13 +214,15 @@ func (m *Manager) makeSessionDir(name string) (string, error) {
 		if err := root.Mkdir(ws, 0o700); err != nil {
 			return "", fmt.Errorf("session folder: %w", err)
 		}
-		if err := m.giveToSandbox(root, ws); err != nil {
-			return "", err
-		}
 	case err != nil:
 		return "", fmt.Errorf("session folder: %w", err)
 	case !fi.IsDir():
 		return "", fmt.Errorf("session folder %s: %w", ws, errNotRegular)
+	}
+	// Every time, not only when made: a folder put there by hand, or moved
+	// from the old layout, must be the sandbox's to write.
+	if err := m.giveToSandbox(root, ws); err != nil {
+		return "", err
 	}
 	// What code is told to use exists from the start. A name the code
 	// already made something else of stays as it is: its own business.
