@@ -97,3 +97,20 @@ print(got or "refused")`, "refused"},
 		})
 	}
 }
+
+// TestArtifactsInPrivateFolders: the init lists new artifacts with the
+// sandbox user's permissions, so a folder only that user may read (mode
+// 0700) is listed like any other; root without capabilities could not.
+func TestArtifactsInPrivateFolders(t *testing.T) {
+	t.Parallel()
+	m := newManager(t, nil)
+	res := mustExec(t, m, "private", `
+import os
+os.makedirs('/session/artifacts/private/deeper', mode=0o700)
+os.chmod('/session/artifacts/private', 0o700)
+open('/session/artifacts/private/deeper/report.txt', 'w').write('mine')
+os.chmod('/session/artifacts/private/deeper/report.txt', 0o600)`)
+	if len(res.Artifacts) != 1 || res.Artifacts[0].Name != "private/deeper/report.txt" {
+		t.Fatalf("artifacts %+v, skipped %+v: want the file in the private folder", res.Artifacts, res.SkippedArtifacts)
+	}
+}
