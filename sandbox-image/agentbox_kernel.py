@@ -346,6 +346,14 @@ def main():
     sys.argv = [""]
     ch = Channel(int(os.environ.pop("AGENTBOX_CONTROL_FD", "3")))
     _libc = _load_libc()
+    # The folders code is told to use exist from the start (a TMPFS
+    # /session is empty; a BIND one is made by the host), and again after
+    # code removed them and the kernel restarted.
+    for sub in ("artifacts", "data"):
+        try:
+            os.makedirs(os.path.join("/session", sub), exist_ok=True)
+        except OSError:
+            pass  # not ours to fix: code sees the error when it writes there
     kernel = Kernel(ch)
     ch.send({"type": "ready", "pid": os.getpid(), "python": "%d.%d.%d" % sys.version_info[:3]})
     while True:
