@@ -57,7 +57,23 @@ func (m *Manager) create(ctx context.Context, e *entry) error {
 	m.baseline(ctx, e, dir != "")
 	e.created = time.Now()
 	m.touch(e, e.created)
-	return m.record(ctx, e)
+	return m.recordNew(ctx, e)
+}
+
+// recordNew records a session this process just started. A session that
+// cannot be recorded is not left running unknown to every manager: its
+// container goes, and the caller hears why.
+func (m *Manager) recordNew(ctx context.Context, e *entry) error {
+	err := m.record(ctx, e)
+	if err == nil {
+		return nil
+	}
+	e.client.Close()
+	e.client = nil
+	if rmErr := m.drv.Remove(context.WithoutCancel(ctx), e.containerID); rmErr != nil {
+		err = errors.Join(err, rmErr)
+	}
+	return err
 }
 
 // labelKey keeps a key in a label only if it is printable and short; the
@@ -91,7 +107,7 @@ func (m *Manager) adopt(ctx context.Context, e *entry, p *pooled) error {
 	m.baseline(ctx, e, m.cfg.SessionStorage == config.StorageBind)
 	e.created = time.Now()
 	m.touch(e, e.created)
-	return m.record(ctx, e)
+	return m.recordNew(ctx, e)
 }
 
 // claimDir gives a warm container's workspace (of the folder src) to the
@@ -191,6 +207,7 @@ func (m *Manager) spec(name, role, dir string) Spec {
 		CapDropAll:      true,
 		CapAdd:          sandboximage.InitCapabilities(),
 		NoNewPrivileges: true,
+		Seccomp:         cfg.SeccompProfile(sandboximage.SeccompProfile()),
 		Runtime:         cfg.Runtime,
 	}
 	for _, name := range cfg.EnvPassthrough {

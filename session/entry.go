@@ -140,6 +140,13 @@ func (m *Manager) open(ctx context.Context, e *entry, create bool) error {
 		switch {
 		case err == nil && m.usable(c):
 			return m.attach(ctx, e, c)
+		case err == nil && (c.Status == "created" || c.Status == "removing"):
+			// Another process is between create and start, or removing
+			// it: never judged dead while it may still start.
+			if err := m.settle(ctx, c); err != nil {
+				return err
+			}
+			continue
 		case err == nil:
 			// Stopped, killed, or from an image this program cannot use:
 			// its state is gone either way.
@@ -161,10 +168,58 @@ func (m *Manager) open(ctx context.Context, e *entry, create bool) error {
 			return ErrNotFound
 		}
 		err = m.create(ctx, e)
-		if errors.Is(err, ErrNameInUse) && attempt == 0 {
-			continue // another process created it first: use theirs
+		if errors.Is(err, ErrNameInUse) && attempt < maxNameRaces {
+			// Another process created it first: use theirs, once the
+			// engine shows it (it holds the name a moment before).
+			select {
+			case <-time.After(time.Duration(attempt+1) * 20 * time.Millisecond):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			continue
 		}
 		return err
+	}
+}
+
+// maxNameRaces bounds how often open may lose the race for a key's
+// container name to another process and look again.
+const maxNameRaces = 20
+
+// startGrace is how long a container may stay between create and start
+// (another process is starting it) before it is taken for abandoned.
+const startGrace = 30 * time.Second
+
+// settle waits while container c is being started or removed by someone
+// else, until it runs, is gone, or has stayed created past startGrace
+// (its creator died between create and start: it never served anyone, so
+// it is removed without a word).
+func (m *Manager) settle(ctx context.Context, c Container) error {
+	delay := 20 * time.Millisecond
+	for {
+		if c.Status == "created" && time.Since(c.Created) > startGrace {
+			if err := m.drv.Remove(ctx, c.ID); err != nil {
+				return err
+			}
+			return nil
+		}
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		delay = min(delay*2, 250*time.Millisecond)
+		next, err := m.drv.Inspect(ctx, c.ID)
+		if errors.Is(err, ErrContainerNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if next.Status != "created" && next.Status != "removing" {
+			return nil
+		}
+		c = next
 	}
 }
 
