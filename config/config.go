@@ -1,8 +1,10 @@
 package config
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"net"
@@ -119,6 +121,24 @@ type Config struct {
 	// writable tmpfs only where needed. SANDBOX_READ_ONLY_ROOT, default
 	// true.
 	ReadOnlyRoot bool
+	// Seccomp selects the seccomp profile of session containers:
+	// SeccompDefault (agentbox's own: the engine's default profile without
+	// io_uring and other calls no cell needs, see
+	// sandboximage.SeccompDenied), SeccompEngine (the engine's own
+	// default), SeccompUnconfined (no filter at all; refused unless
+	// AllowUnconfined is set), or the absolute path of a profile file in
+	// Docker's JSON format. SeccompProfile gives what the engine is handed.
+	// SANDBOX_SECCOMP, default "default"; any letter case is accepted for
+	// the three names.
+	Seccomp string
+	// SeccompJSON is the content of the profile file Seccomp names, read
+	// and checked when loading (so a later change to the file reaches a
+	// program only when it loads its configuration again); empty when
+	// Seccomp is not a path. Code that sets Seccomp to a path sets this too.
+	SeccompJSON string
+	// AllowUnconfined permits Seccomp to be SeccompUnconfined.
+	// SANDBOX_ALLOW_UNCONFINED, default false.
+	AllowUnconfined bool
 	// EnvPassthrough names host environment variables copied into every
 	// sandbox. SANDBOX_ENV_PASSTHROUGH, comma-separated, default none.
 	EnvPassthrough []string
@@ -195,6 +215,43 @@ type Config struct {
 	ArtifactFigures bool
 }
 
+// Values of Config.Seccomp other than a profile file's path.
+const (
+	// SeccompDefault is agentbox's own profile (sandboximage.SeccompProfile).
+	SeccompDefault = "default"
+	// SeccompEngine is the engine's own default profile; Docker 20.10's
+	// allows io_uring, for one.
+	SeccompEngine = "engine"
+	// SeccompUnconfined runs session containers with no seccomp filter,
+	// the whole kernel interface open to the code; it needs
+	// AllowUnconfined.
+	SeccompUnconfined = "unconfined"
+)
+
+// maxSeccompFile bounds a profile file; Docker's default is about 20 KiB.
+const maxSeccompFile = 1 << 20
+
+// SeccompProfile returns the seccomp profile the engine is given for c:
+// builtin (agentbox's profile, sandboximage.SeccompProfile, passed in so
+// that this package depends on no other) for SeccompDefault, "" (the
+// engine's default) for SeccompEngine, "unconfined" for SeccompUnconfined,
+// and SeccompJSON for a profile file. A Seccomp left empty gets builtin,
+// never less confinement.
+func (c Config) SeccompProfile(builtin []byte) string {
+	switch c.Seccomp {
+	case SeccompEngine:
+		return ""
+	case SeccompUnconfined:
+		return "unconfined"
+	case SeccompDefault, "":
+		return string(builtin)
+	}
+	if c.SeccompJSON == "" {
+		return string(builtin) // Validate refuses this; never fall open
+	}
+	return c.SeccompJSON
+}
+
 // Default returns every setting at its default. Paths are relative, as
 // written in example.env; FromLookup makes them absolute.
 func Default() Config {
@@ -213,6 +270,7 @@ func Default() Config {
 		Network:      "none",
 		User:         "1000:1000",
 		ReadOnlyRoot: true,
+		Seccomp:      SeccompDefault,
 
 		ExecTimeout:    120 * time.Second,
 		InterruptGrace: 5 * time.Second,
@@ -340,7 +398,8 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 // *VarError values joined with errors.Join, or nil. It checks the same rules
 // as loading, for a Config built or changed in code. Durations need not be
 // whole seconds here. The only I/O it does is to stat DatasetsHostRO when
-// DatasetAccess uses local datasets.
+// DatasetAccess uses local datasets, and to read the profile file Seccomp
+// names when SeccompJSON is empty, to say what is wrong with it.
 func (c Config) Validate() error {
 	var errs []error
 	for _, e := range c.problems() {
@@ -432,6 +491,8 @@ const (
 	wantRuntime  = "an OCI runtime name such as runsc, matching " + namePattern
 	wantUser     = "a uid, uid:gid or user name"
 	wantNonRoot  = "a non-root user, or SANDBOX_ALLOW_ROOT=true to run as root"
+	wantSeccomp  = "default, engine, unconfined (with SANDBOX_ALLOW_UNCONFINED=true) or the absolute path of a JSON seccomp profile"
+	wantConfined = "default, engine or a profile file; unconfined (no seccomp filter at all) needs SANDBOX_ALLOW_UNCONFINED=true"
 	wantEnvList  = "comma-separated variable names matching " + envNamePattern
 	wantAddr     = `host:port with a port from 0 to 65535, such as ":8000"`
 	wantURL      = "an absolute http or https URL with a host and no query, fragment or user info"
@@ -608,6 +669,31 @@ func specs() []spec {
 			func(c *Config) *bool { return &c.AllowRoot }),
 		boolSpec("SANDBOX_READ_ONLY_ROOT", "make the container's root filesystem read-only", true,
 			func(c *Config) *bool { return &c.ReadOnlyRoot }),
+		{
+			name: "SANDBOX_SECCOMP", def: SeccompDefault, want: wantSeccomp,
+			help: "seccomp profile of session containers: default (agentbox's), engine, unconfined or a JSON profile file",
+			set: func(c *Config, v string) bool {
+				switch lv := strings.ToLower(v); lv {
+				case SeccompDefault, SeccompEngine, SeccompUnconfined:
+					c.Seccomp, c.SeccompJSON = lv, ""
+					return true
+				}
+				if !filepath.IsAbs(v) {
+					return false
+				}
+				// A file that cannot be read or is no profile is
+				// reported by check, which reads it again for the reason.
+				c.Seccomp, c.SeccompJSON = v, ""
+				if data, err := readSeccomp(v); err == nil {
+					c.SeccompJSON = string(data)
+				}
+				return true
+			},
+			get:   func(c Config) string { return c.Seccomp },
+			check: checkSeccomp,
+		},
+		boolSpec("SANDBOX_ALLOW_UNCONFINED", "allow SANDBOX_SECCOMP=unconfined", false,
+			func(c *Config) *bool { return &c.AllowUnconfined }),
 		{
 			name: "SANDBOX_ENV_PASSTHROUGH", def: "",
 			help: "comma-separated host environment variables copied into every sandbox",
@@ -868,6 +954,91 @@ func checkDir(dir string) string {
 		return "an existing directory (" + abs + " is not a directory)"
 	}
 	return ""
+}
+
+// checkSeccomp returns "" when c.Seccomp names a profile that can be used.
+func checkSeccomp(c Config) string {
+	switch c.Seccomp {
+	case SeccompDefault, SeccompEngine:
+		return ""
+	case SeccompUnconfined:
+		if !c.AllowUnconfined {
+			return wantConfined
+		}
+		return ""
+	}
+	if !filepath.IsAbs(c.Seccomp) {
+		return wantSeccomp
+	}
+	if c.SeccompJSON == "" {
+		if _, err := readSeccomp(c.Seccomp); err != nil {
+			return wantSeccomp + " (" + err.Error() + ")"
+		}
+		return wantSeccomp + " (its content is not loaded: set SeccompJSON too, or load the configuration with FromLookup)"
+	}
+	if err := parseSeccomp([]byte(c.SeccompJSON)); err != nil {
+		return wantSeccomp + " (" + c.Seccomp + ": " + err.Error() + ")"
+	}
+	return ""
+}
+
+// readSeccomp reads and checks a profile file. Only a regular file is
+// opened, so a FIFO or a device cannot stall loading; its errors name the
+// file.
+func readSeccomp(path string) ([]byte, error) {
+	info, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, errors.New(path + " does not exist")
+	case err != nil:
+		return nil, errors.New(path + ": " + pathErr(err))
+	case !info.Mode().IsRegular():
+		return nil, errors.New(path + " is not a regular file")
+	case info.Size() > maxSeccompFile:
+		return nil, errors.New(path + ": larger than 1 MiB")
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, errors.New(path + ": " + pathErr(err))
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxSeccompFile+1))
+	if err != nil {
+		return nil, errors.New(path + ": " + pathErr(err))
+	}
+	if len(data) > maxSeccompFile {
+		return nil, errors.New(path + ": larger than 1 MiB")
+	}
+	if err := parseSeccomp(data); err != nil {
+		return nil, errors.New(path + ": " + err.Error())
+	}
+	return data, nil
+}
+
+// parseSeccomp checks that data is a profile in Docker's format, as far as
+// can be told without the engine: a JSON object with a defaultAction.
+func parseSeccomp(data []byte) error {
+	if !json.Valid(data) {
+		var v any
+		err := json.Unmarshal(data, &v)
+		return fmt.Errorf("not JSON: %w", err)
+	}
+	var p struct {
+		DefaultAction string `json:"defaultAction"`
+	}
+	if err := json.Unmarshal(data, &p); err != nil || p.DefaultAction == "" {
+		return errors.New("not a seccomp profile: want a JSON object with a defaultAction")
+	}
+	return nil
+}
+
+// pathErr is err without the path an *fs.PathError repeats.
+func pathErr(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return err.Error()
 }
 
 // checkURL returns "" when u is fit to prefix download links.

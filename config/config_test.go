@@ -101,6 +101,8 @@ func TestDefaults(t *testing.T) {
 		{"SANDBOX_USER", c.User, "1000:1000"},
 		{"SANDBOX_ALLOW_ROOT", c.AllowRoot, false},
 		{"SANDBOX_READ_ONLY_ROOT", c.ReadOnlyRoot, true},
+		{"SANDBOX_SECCOMP", c.Seccomp, "default"},
+		{"SANDBOX_ALLOW_UNCONFINED", c.AllowUnconfined, false},
 		{"SANDBOX_ENV_PASSTHROUGH", c.EnvPassthrough, []string(nil)},
 		{"EXEC_TIMEOUT_S", c.ExecTimeout, 120 * time.Second},
 		{"INTERRUPT_GRACE_S", c.InterruptGrace, 5 * time.Second},
@@ -315,6 +317,12 @@ func TestBadValues(t *testing.T) {
 		{"SANDBOX_USER", "Bad User", `SANDBOX_USER="Bad User": want a uid, uid:gid or user name`},
 		{"SANDBOX_ALLOW_ROOT", "maybe", `SANDBOX_ALLOW_ROOT="maybe": want true or false`},
 		{"SANDBOX_READ_ONLY_ROOT", "maybe", `SANDBOX_READ_ONLY_ROOT="maybe": want true or false`},
+		{"SANDBOX_SECCOMP", "strict", `SANDBOX_SECCOMP="strict": want ` + wantSeccomp},
+		{"SANDBOX_SECCOMP", "profiles/strict.json", `SANDBOX_SECCOMP="profiles/strict.json": want ` + wantSeccomp},
+		{"SANDBOX_SECCOMP", "unconfined", `SANDBOX_SECCOMP="unconfined": want default, engine or a profile file; unconfined (no seccomp filter at all) needs SANDBOX_ALLOW_UNCONFINED=true`},
+		{"SANDBOX_SECCOMP", "/nonexistent/seccomp.json", `SANDBOX_SECCOMP="/nonexistent/seccomp.json": want ` + wantSeccomp + ` (/nonexistent/seccomp.json does not exist)`},
+		{"SANDBOX_SECCOMP", "/dev/zero", `SANDBOX_SECCOMP="/dev/zero": want ` + wantSeccomp + ` (/dev/zero is not a regular file)`},
+		{"SANDBOX_ALLOW_UNCONFINED", "maybe", `SANDBOX_ALLOW_UNCONFINED="maybe": want true or false`},
 		{"SANDBOX_ENV_PASSTHROUGH", "HOME,1BAD", `SANDBOX_ENV_PASSTHROUGH="HOME,1BAD": want comma-separated variable names matching ^[A-Za-z_][A-Za-z0-9_]*$ ("1BAD" does not)`},
 		{"SANDBOX_ENV_PASSTHROUGH", "A B", `SANDBOX_ENV_PASSTHROUGH="A B": want comma-separated variable names matching ^[A-Za-z_][A-Za-z0-9_]*$ ("A B" does not)`},
 		{"EXEC_TIMEOUT_S", "0", `EXEC_TIMEOUT_S="0": want an integer ≥ 1`},
@@ -715,6 +723,7 @@ func TestLoad(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
+	profile := writeFile(t, t.TempDir(), "seccomp.json", `{"defaultAction": "SCMP_ACT_ERRNO", "syscalls": []}`)
 	tests := []struct {
 		name   string
 		mutate func(c *config.Config)
@@ -740,6 +749,21 @@ func TestValidate(t *testing.T) {
 		{"root without permission", func(c *config.Config) { c.User = "0" },
 			`SANDBOX_USER="0": want a non-root user, or SANDBOX_ALLOW_ROOT=true to run as root`},
 		{"root with permission", func(c *config.Config) { c.User, c.AllowRoot = "0", true }, ""},
+		{"unconfined without permission", func(c *config.Config) { c.Seccomp = config.SeccompUnconfined },
+			`SANDBOX_SECCOMP="unconfined": want default, engine or a profile file; unconfined (no seccomp filter at all) needs SANDBOX_ALLOW_UNCONFINED=true`},
+		{"unconfined with permission", func(c *config.Config) { c.Seccomp, c.AllowUnconfined = config.SeccompUnconfined, true }, ""},
+		{"seccomp names another engine value", func(c *config.Config) { c.Seccomp = "Default" },
+			`SANDBOX_SECCOMP="Default": want ` + wantSeccomp},
+		{"seccomp file whose profile is not loaded", func(c *config.Config) { c.Seccomp = profile },
+			`SANDBOX_SECCOMP="` + profile + `": want ` + wantSeccomp + ` (its content is not loaded: set SeccompJSON too, or load the configuration with FromLookup)`},
+		{"seccomp file that is missing", func(c *config.Config) { c.Seccomp = "/nonexistent/p.json" },
+			`SANDBOX_SECCOMP="/nonexistent/p.json": want ` + wantSeccomp + ` (/nonexistent/p.json does not exist)`},
+		{"seccomp file with its profile", func(c *config.Config) {
+			c.Seccomp, c.SeccompJSON = "/etc/agentbox/seccomp.json", `{"defaultAction": "SCMP_ACT_ERRNO"}`
+		}, ""},
+		{"seccomp file with a broken profile", func(c *config.Config) {
+			c.Seccomp, c.SeccompJSON = "/etc/agentbox/seccomp.json", `{"defaultAction": `
+		}, `SANDBOX_SECCOMP="/etc/agentbox/seccomp.json": want ` + wantSeccomp + ` (/etc/agentbox/seccomp.json: not JSON: unexpected end of JSON input)`},
 		{"passthrough item with comma", func(c *config.Config) { c.EnvPassthrough = []string{"A,B"} },
 			`SANDBOX_ENV_PASSTHROUGH="A,B": want comma-separated variable names matching ^[A-Za-z_][A-Za-z0-9_]*$ ("A,B" does not)`},
 		{"zero cpus", func(c *config.Config) { c.CPUs = 0 },
@@ -759,6 +783,7 @@ func TestValidate(t *testing.T) {
 			`SANDBOX_PIDS_LIMIT="0": want an integer ≥ 16`,
 			`SANDBOX_NETWORK="": want none, bridge, host or a network name matching ^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`,
 			`SANDBOX_USER="": want a uid, uid:gid or user name`,
+			`SANDBOX_SECCOMP="": want ` + wantSeccomp,
 			`EXEC_TIMEOUT_S="0": want an integer ≥ 1`,
 			`INTERRUPT_GRACE_S="0": want an integer ≥ 1`,
 			`MAX_OUTPUT_BYTES="0": want an integer ≥ 1024`,
@@ -927,5 +952,120 @@ func TestVarError(t *testing.T) {
 		if !errors.Is(tt.err, config.ErrInvalid) {
 			t.Errorf("%s does not match ErrInvalid", tt.err)
 		}
+	}
+}
+
+const wantSeccomp = "default, engine, unconfined (with SANDBOX_ALLOW_UNCONFINED=true) or the absolute path of a JSON seccomp profile"
+
+// TestSeccomp covers SANDBOX_SECCOMP: each value, what the engine is then
+// given, and the profile files that are refused.
+func TestSeccomp(t *testing.T) {
+	builtin := []byte(`{"defaultAction": "SCMP_ACT_ERRNO", "syscalls": []}`)
+	dir := t.TempDir()
+	good := `{"defaultAction": "SCMP_ACT_ERRNO", "defaultErrnoRet": 1, "syscalls": [{"names": ["read"], "action": "SCMP_ACT_ALLOW"}]}`
+	goodPath := writeFile(t, dir, "good.json", "\n"+good+"\n")
+
+	tests := []struct {
+		name       string
+		env        map[string]string
+		setting    string
+		toEngine   string
+		withoutAck bool
+	}{
+		{"unset", nil, "default", string(builtin), false},
+		{"default", map[string]string{"SANDBOX_SECCOMP": "default"}, "default", string(builtin), false},
+		{"any case", map[string]string{"SANDBOX_SECCOMP": " DEFAULT "}, "default", string(builtin), false},
+		{"engine", map[string]string{"SANDBOX_SECCOMP": "engine"}, "engine", "", false},
+		{"engine any case", map[string]string{"SANDBOX_SECCOMP": "Engine"}, "engine", "", false},
+		{"unconfined acknowledged", map[string]string{"SANDBOX_SECCOMP": "unconfined", "SANDBOX_ALLOW_UNCONFINED": "true"}, "unconfined", "unconfined", true},
+		{"file", map[string]string{"SANDBOX_SECCOMP": goodPath}, goodPath, "\n" + good + "\n", false},
+		{"acknowledgement alone changes nothing", map[string]string{"SANDBOX_ALLOW_UNCONFINED": "true"}, "default", string(builtin), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := config.FromLookup(env(tt.env))
+			if err != nil {
+				t.Fatalf("FromLookup(%v): %v", tt.env, err)
+			}
+			if c.Seccomp != tt.setting {
+				t.Errorf("Seccomp = %q, want %q", c.Seccomp, tt.setting)
+			}
+			if got := c.SeccompProfile(builtin); got != tt.toEngine {
+				t.Errorf("SeccompProfile = %.60q, want %.60q", got, tt.toEngine)
+			}
+			if err := c.Validate(); err != nil {
+				t.Errorf("Validate: %v", err)
+			}
+			// The setting survives String and loading again.
+			parsed, err := godotenv.Unmarshal(c.String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			again, err := config.FromLookup(env(parsed))
+			if err != nil || !reflect.DeepEqual(again, c) {
+				t.Errorf("round trip through String(): %v\n got %+v\nwant %+v", err, again, c)
+			}
+			if tt.withoutAck {
+				c.AllowUnconfined = false
+				if c.Validate() == nil {
+					t.Error("Validate accepts unconfined without SANDBOX_ALLOW_UNCONFINED")
+				}
+			}
+		})
+	}
+
+	// The zero value (a Config built by hand) gets the most confined
+	// profile, never none.
+	if got := (config.Config{}).SeccompProfile(builtin); got != string(builtin) {
+		t.Errorf("zero Config: SeccompProfile = %q, want the built-in profile", got)
+	}
+
+	unreadable := writeFile(t, dir, "unreadable.json", good)
+	if err := os.Chmod(unreadable, 0); err != nil {
+		t.Fatal(err)
+	}
+	bad := []struct {
+		name, path, detail string
+	}{
+		{"not json", writeFile(t, dir, "bad.json", `{"defaultAction": "SCMP_ACT_ERRNO",}`), "not JSON: invalid character '}' looking for beginning of object key string"},
+		{"not an object", writeFile(t, dir, "list.json", `["read"]`), "not a seccomp profile: want a JSON object with a defaultAction"},
+		{"no default action", writeFile(t, dir, "noaction.json", `{"syscalls": []}`), "not a seccomp profile: want a JSON object with a defaultAction"},
+		{"empty", writeFile(t, dir, "empty.json", ""), "not JSON: unexpected end of JSON input"},
+		{"too large", writeFile(t, dir, "big.json", `{"defaultAction": "SCMP_ACT_ERRNO", "x": "`+strings.Repeat("x", 1<<20)+`"}`), "larger than 1 MiB"},
+		{"directory", dir, ""},
+		{"device", "/dev/zero", ""},
+		{"unreadable", unreadable, "permission denied"},
+	}
+	for _, tt := range bad {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.name == "unreadable" && os.Geteuid() == 0 {
+				t.Skip("root reads a file whatever its mode")
+			}
+			done := make(chan error, 1)
+			go func() {
+				_, err := config.FromLookup(env(map[string]string{"SANDBOX_SECCOMP": tt.path}))
+				done <- err
+			}()
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("loading blocks on the file")
+			}
+			if err == nil {
+				t.Fatal("FromLookup succeeded; want an error")
+			}
+			want := `SANDBOX_SECCOMP="` + tt.path + `": want ` + wantSeccomp + ` (` + tt.path + `: ` + tt.detail + `)`
+			if tt.detail == "" {
+				want = `SANDBOX_SECCOMP="` + tt.path + `": want ` + wantSeccomp + ` (` + tt.path + ` is not a regular file)`
+			}
+			if got := err.Error(); got != want {
+				t.Errorf("error\n got %s\nwant %s", got, want)
+			}
+			var ve *config.VarError
+			if !errors.As(err, &ve) || ve.Name != "SANDBOX_SECCOMP" {
+				t.Errorf("errors.As found %+v; want a *VarError for SANDBOX_SECCOMP", ve)
+			}
+		})
 	}
 }

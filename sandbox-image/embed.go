@@ -8,6 +8,9 @@
 // The image carries labels naming the kernel protocol version and a content
 // hash of these sources, so a stale image is detected by comparing labels,
 // never by guessing from tags or dates.
+//
+// It also holds agentbox's seccomp profile (SeccompProfile), embedded apart
+// from the image sources so that changing it needs no image rebuild.
 package sandboximage
 
 import (

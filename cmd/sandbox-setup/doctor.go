@@ -81,11 +81,7 @@ func doctor(ctx context.Context, cli *docker.Client, cfg config.Config, image st
 	if !info.PidsLimit {
 		r.fail("limits", "the engine cannot limit processes: a fork bomb would reach the host", "enable the pids cgroup controller")
 	}
-	if !slices.ContainsFunc(info.SecurityOptions, func(s string) bool { return strings.Contains(s, "seccomp") }) {
-		r.warn("seccomp", "the engine runs containers without a seccomp profile", "run an engine built with seccomp support")
-	} else {
-		r.ok("seccomp", "default profile active")
-	}
+	checkSeccompSetting(r, cfg, slices.ContainsFunc(info.SecurityOptions, func(s string) bool { return strings.Contains(s, "seccomp") }))
 	if cfg.Runtime != "" {
 		if slices.Contains(info.Runtimes, cfg.Runtime) {
 			r.ok("runtime", "%s is available (SANDBOX_RUNTIME)", cfg.Runtime)
@@ -115,6 +111,7 @@ func doctor(ctx context.Context, cli *docker.Client, cfg config.Config, image st
 		} else {
 			checkProbe(r, out)
 		}
+		checkSeccompProbe(ctx, r, cli, cfg, image)
 	} else {
 		r.warn("security", "not checked: the image is missing", "run sandbox-setup, then sandbox-setup --check")
 	}

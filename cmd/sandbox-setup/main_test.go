@@ -5,13 +5,16 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentbox/agentbox/internal/dockertest"
+	sandboximage "github.com/agentbox/agentbox/sandbox-image"
 )
 
 const bogusHost = "unix:///nonexistent/docker.sock"
@@ -90,6 +93,8 @@ func TestCheck(t *testing.T) {
 			`(?m)^ok\s+engine\s.*` + regexp.QuoteMeta(cli.Host()),
 			`(?m)^ok\s+image\s+` + regexp.QuoteMeta(image) + ` is current`,
 			`(?m)^ok\s+security\s`,
+			`(?m)^ok\s+seccomp\s+agentbox's profile \(SANDBOX_SECCOMP=default\): the engine's default without \d+ syscalls`,
+			`(?m)^ok\s+seccomp\s+in a sandbox: io_uring_setup refused \(EPERM\)`,
 			`all checks passed`,
 		}},
 		{"stale", stale, exitProblem, []string{
@@ -188,4 +193,80 @@ func TestHelpExitsZero(t *testing.T) {
 			t.Errorf("--help output lacks %q:\n%s", want, stderr)
 		}
 	}
+}
+
+// TestCheckSeccomp runs --check under each SANDBOX_SECCOMP setting: it names
+// the profile in force and says what a sandbox observed.
+func TestCheckSeccomp(t *testing.T) {
+	dockertest.Engine(t)
+	image := dockertest.Image(t)
+	profile := filepath.Join(t.TempDir(), "profile.json")
+	if err := os.WriteFile(profile, sandboximage.SeccompProfile(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		env      map[string]string
+		wantCode int
+		want     []string // regular expressions stdout must match
+	}{
+		{"engine", map[string]string{"SANDBOX_SECCOMP": "engine"}, exitOK, []string{
+			`(?m)^(ok|warn)\s+seccomp\s+the engine's own default profile \(SANDBOX_SECCOMP=engine\)`,
+			`(?m)^(ok|warn)\s+seccomp\s+in a sandbox: io_uring_setup (allowed|refused)`,
+		}},
+		{"unconfined", map[string]string{"SANDBOX_SECCOMP": "unconfined", "SANDBOX_ALLOW_UNCONFINED": "true"}, exitOK, []string{
+			`(?m)^warn\s+seccomp\s+no seccomp filter \(SANDBOX_SECCOMP=unconfined\)`,
+			`(?m)^\s+fix: unset SANDBOX_SECCOMP`,
+		}},
+		{"file", map[string]string{"SANDBOX_SECCOMP": profile}, exitOK, []string{
+			`(?m)^ok\s+seccomp\s+profile file ` + regexp.QuoteMeta(profile) + ` \(SANDBOX_SECCOMP, \d+ bytes, sha256 [0-9a-f]{12}, the same as agentbox's\)`,
+			`(?m)^ok\s+seccomp\s+in a sandbox: io_uring_setup refused \(EPERM\)`,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("SANDBOX_IMAGE", image)
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			code, stdout, stderr := runSetup(t, "--check")
+			if code != tt.wantCode {
+				t.Errorf("exit code %d, want %d", code, tt.wantCode)
+			}
+			for _, re := range tt.want {
+				if !regexp.MustCompile(re).MatchString(stdout) {
+					t.Errorf("stdout does not match %s", re)
+				}
+			}
+			if t.Failed() {
+				t.Logf("stdout:\n%s\nstderr:\n%s", stdout, stderr)
+			}
+		})
+	}
+}
+
+// TestCheckSeccompUnderGVisor: runsc does not apply the engine's seccomp
+// profile unless it runs with --oci-seccomp; --check must say which is the
+// case here rather than claim the profile holds.
+func TestCheckSeccompUnderGVisor(t *testing.T) {
+	cli := dockertest.Engine(t)
+	image := dockertest.Image(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	info, err := cli.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(info.Runtimes, "runsc") {
+		t.Skipf("no runsc runtime on this engine (it has %v)", info.Runtimes)
+	}
+	t.Setenv("SANDBOX_IMAGE", image)
+	t.Setenv("SANDBOX_RUNTIME", "runsc")
+	_, stdout, stderr := runSetup(t, "--check")
+	applied := regexp.MustCompile(`(?m)^ok\s+seccomp\s+in a sandbox \(gVisor\): runsc applies the profile \(--oci-seccomp\)`)
+	ignored := regexp.MustCompile(`(?m)^warn\s+seccomp\s+in a sandbox \(gVisor\): runsc does not apply the profile \(it runs without --oci-seccomp\); gVisor serves syscalls itself, and io_uring_setup is (allowed|refused)`)
+	if !applied.MatchString(stdout) && !ignored.MatchString(stdout) {
+		t.Errorf("--check does not say whether gVisor applies the profile\nstdout:\n%s\nstderr:\n%s", stdout, stderr)
+	}
+	t.Logf("stdout:\n%s", stdout)
 }

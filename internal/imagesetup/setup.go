@@ -231,6 +231,13 @@ func RunOnce(ctx context.Context, cli *docker.Client, image string, cmd []string
 	// No init here to drop privileges: the command runs as the sandbox
 	// user directly, as code in a session would.
 	spec.User, spec.CapAdd = "1000:1000", nil
+	return runSpec(ctx, cli, spec)
+}
+
+// runSpec runs a throwaway container of spec to its end and returns its
+// standard output, as RunOnce.
+func runSpec(ctx context.Context, cli *docker.Client, spec docker.ContainerSpec) (string, error) {
+	cmd := spec.Entrypoint
 	spec.Labels = map[string]string{"io.agentbox.throwaway": "1"}
 	id, err := cli.CreateContainer(ctx, spec)
 	if err != nil {
@@ -251,7 +258,8 @@ func RunOnce(ctx context.Context, cli *docker.Client, image string, cmd []string
 	return stdout, nil
 }
 
-// LockedDown is the container shape sessions use, for checks and tests.
+// LockedDown is the container shape sessions use, for checks and tests,
+// with agentbox's seccomp profile (SANDBOX_SECCOMP's default).
 func LockedDown(image string) docker.ContainerSpec {
 	return docker.ContainerSpec{
 		Image:           image,
@@ -268,6 +276,7 @@ func LockedDown(image string) docker.ContainerSpec {
 		CapDropAll:      true,
 		CapAdd:          sandboximage.InitCapabilities(),
 		NoNewPrivileges: true,
+		Seccomp:         string(sandboximage.SeccompProfile()),
 	}
 }
 

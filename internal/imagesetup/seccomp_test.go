@@ -1,0 +1,38 @@
+package imagesetup_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/agentbox/agentbox/internal/dockertest"
+	"github.com/agentbox/agentbox/internal/imagesetup"
+	sandboximage "github.com/agentbox/agentbox/sandbox-image"
+)
+
+func TestSeccompLockedDownCarriesTheProfile(t *testing.T) {
+	if got := imagesetup.LockedDown("x").Seccomp; got != string(sandboximage.SeccompProfile()) {
+		t.Errorf("LockedDown's seccomp profile is %.40q, want agentbox's", got)
+	}
+}
+
+// TestProbeSeccomp runs the probe under agentbox's profile and under the
+// engine's: the probe tells them apart.
+func TestProbeSeccomp(t *testing.T) {
+	cli := dockertest.Engine(t)
+	image := dockertest.Image(t)
+	ours, err := imagesetup.ProbeSeccomp(timeout(t, time.Minute), cli, image, string(sandboximage.SeccompProfile()), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ours.IoUringSetup != "EPERM" || !ours.ProfileEnforced() {
+		t.Errorf("under agentbox's profile: %+v, want io_uring_setup and ptrace refused with EPERM", ours)
+	}
+	engine, err := imagesetup.ProbeSeccomp(timeout(t, time.Minute), cli, image, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if engine.ProfileEnforced() {
+		t.Errorf("under the engine's profile: %+v, want ptrace let through (ESRCH)", engine)
+	}
+	t.Logf("agentbox's profile: %+v; the engine's: %+v", ours, engine)
+}
