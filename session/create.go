@@ -197,6 +197,7 @@ func (m *Manager) spec(name, role, dir string) Spec {
 			sandboximage.UserEnv + "=" + cfg.User,
 			"AGENTBOX_MAX_OUTPUT=" + strconv.Itoa(cfg.MaxOutputBytes),
 			"AGENTBOX_INTERRUPT_GRACE=" + strconv.FormatFloat(cfg.InterruptGrace.Seconds(), 'f', -1, 64),
+			"AGENTBOX_MEMORY_LIMIT=" + strconv.FormatInt(int64(cfg.MemoryMB)<<20, 10), // the init's memory watchdog keeps the worker under it (gVisor has no OOM killer of its own)
 		},
 		ReadOnlyRoot:    cfg.ReadOnlyRoot,
 		Tmpfs:           map[string]string{"/tmp": "rw,nosuid,nodev,size=256m,mode=1777"},

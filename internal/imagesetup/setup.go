@@ -264,7 +264,7 @@ func LockedDown(image string) docker.ContainerSpec {
 	return docker.ContainerSpec{
 		Image:           image,
 		User:            sandboximage.InitUser,
-		Env:             []string{sandboximage.UserEnv + "=1000:1000"},
+		Env:             []string{sandboximage.UserEnv + "=1000:1000", "AGENTBOX_MEMORY_LIMIT=" + strconv.Itoa(512<<20)}, // MemoryBytes, for the init's memory watchdog
 		WorkingDir:      "/",
 		NetworkMode:     "none",
 		ReadOnlyRoot:    true,
