@@ -33,9 +33,11 @@ type entry struct {
 	client      *kernel.Client
 	created     time.Time
 	execCount   int
-	files       map[string]stamp // /session/artifacts after the last execution
-	ingested    int64            // artifact bytes of the session so far
-	hostRoot    string           // /proc/<pid>/root of the container, when readable here
+	files       map[string]stamp  // /session/artifacts after the last execution
+	recovered   bool              // the executions a dead manager left are finished
+	known       map[string]string // name -> sha256 stored before this process attached, until the next ingestion
+	ingested    int64             // artifact bytes of the session so far
+	hostRoot    string            // /proc/<pid>/root of the container, when readable here
 
 	// Guarded by Manager.mu.
 	lastUsed time.Time
@@ -304,9 +306,14 @@ func (m *Manager) touch(e *entry, t time.Time) {
 // markStopped records that a session ended; best effort, since the caller
 // already has a better error to report.
 func (m *Manager) markStopped(ctx context.Context, id, reason string) {
-	err := m.store.StopSession(context.WithoutCancel(ctx), m.ns, id, time.Now(), reason)
+	ctx = context.WithoutCancel(ctx)
+	err := m.store.StopSession(ctx, m.ns, id, time.Now(), reason)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		m.log.Warn("record session end", "session_id", id, "err", err)
+	}
+	// Whatever ran in it with no result recorded never will have one.
+	if err := m.store.LoseIntents(ctx, m.ns, id, "", "the session ended ("+reason+") before its result was recorded"); err != nil {
+		m.log.Warn("record lost executions", "session_id", id, "err", err)
 	}
 }
 

@@ -29,6 +29,11 @@ var (
 	// ErrUnknownExecution means neither the kernel nor the history knows an
 	// execution id. It is kernel.ErrUnknownExecution.
 	ErrUnknownExecution = kernel.ErrUnknownExecution
+	// ErrOutcomeUnknown means an execution id started, and the session was
+	// lost (or its kernel forgot it) before its result reached the
+	// history: whether, and how far, the code ran cannot be known. The id
+	// is never run again; this is its answer for good.
+	ErrOutcomeUnknown = errors.New("outcome unknown: the session was lost while this execution ran")
 
 	// ErrContainerNotFound is what a Driver returns for a container that does
 	// not exist.

@@ -2,6 +2,8 @@ package session
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -50,16 +52,56 @@ func (m *Manager) Exec(ctx context.Context, key, code string, opts ...ExecOption
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if o.id == "" {
-		o.id = kernel.NewID()
-	} else if res, err := m.replay(ctx, key, o.id, code); res != nil || err != nil {
-		return res, err
-	}
-	e, release, err := m.acquire(ctx, key, true)
-	if err != nil {
+	if err := checkKey(key); err != nil {
 		return nil, err
 	}
-	defer release()
+	named := o.id != ""
+	if !named {
+		o.id = kernel.NewID()
+	}
+	sum := codeSum(code)
+	for attempt := 0; ; attempt++ {
+		if named {
+			if res, err := m.known(ctx, key, o.id, code, sum); res != nil || err != nil {
+				return res, err
+			}
+		}
+		e, release, err := m.acquire(ctx, key, true)
+		if err != nil {
+			return nil, err
+		}
+		m.recoverOpen(ctx, e)
+		// Written before the code reaches the kernel: from here on the id
+		// has a recorded result, a running execution or a known loss,
+		// never a second run.
+		err = m.store.BeginExecution(ctx, store.Intent{
+			Namespace: m.ns, SessionID: e.id, SessionKey: key, ExecID: o.id,
+			CodeSHA256: sum, Code: code, ContainerID: e.containerID, Owner: m.owner.id, Started: time.Now(),
+		})
+		if errors.Is(err, store.ErrExists) && named && attempt < 3 {
+			release() // another caller started it meanwhile: answer as it will
+			continue
+		}
+		if err != nil {
+			release()
+			return nil, &Error{Op: "exec", Key: key, ContainerID: e.containerID, Err: fmt.Errorf("record that execution %s starts (it did not run): %w", o.id, err)}
+		}
+		res, err := m.execute(ctx, e, code, o)
+		release()
+		return res, err
+	}
+}
+
+// codeSum is the hex SHA-256 of code: what tells a retry from another use of
+// the same execution id.
+func codeSum(code string) string {
+	h := sha256.Sum256([]byte(code))
+	return hex.EncodeToString(h[:])
+}
+
+// execute runs code in e (its turn held) and records the result.
+func (m *Manager) execute(ctx context.Context, e *entry, code string, o execOptions) (*Result, error) {
+	key := e.key
 	started := time.Now()
 	req := kernel.ExecRequest{ID: o.id, Code: code, Timeout: o.timeout, ScanDir: ArtifactsDir, ScanMax: maxScan}
 	kr, err := m.run(ctx, e, func(c *kernel.Client) (*kernel.Result, error) {
@@ -73,10 +115,10 @@ func (m *Manager) Exec(ctx context.Context, key, code string, opts ...ExecOption
 		return nil, &Error{Op: "exec", Key: key, ContainerID: e.containerID, Err: err}
 	}
 	res := fromKernel(key, kr)
-	if !res.Replayed {
-		m.ingest(ctx, e, res, kr.Files, kr.More)
-		m.finish(ctx, e, code, started, res)
-	}
+	// Even a result the kernel replays (its id ran there before this
+	// process knew it) is recorded and ingested once it reaches the host.
+	m.ingest(ctx, e, res, kr.Files, kr.More)
+	m.finish(ctx, e, code, started, res)
 	return res, nil
 }
 

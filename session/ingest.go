@@ -85,16 +85,43 @@ func (m *Manager) openArtifacts() error {
 
 // baseline records the files a session already has when this process opens
 // it (scan: a reattached container, or a BIND folder an earlier session
-// left), so that only what later executions create or change is ingested,
-// and what the session ingested so far (for ARTIFACT_MAX_SESSION_MB).
+// left) and that are already stored, so that the next ingestion takes what
+// is not: what later executions create or change, and what an execution of
+// a manager that died wrote before its files were stored. A file counts as
+// stored when the index holds its name with its size and it was not
+// modified after it was ingested; the ingestion of the others compares
+// content (a file only touched is not stored twice). It also resets what the
+// session ingested so far (for ARTIFACT_MAX_SESSION_MB).
 func (m *Manager) baseline(ctx context.Context, e *entry, scan bool) {
 	e.files = map[string]stamp{}
 	e.ingested = -1 // counted from the index when first needed
-	if scan {
-		if files, _, err := e.client.Scan(ctx, ArtifactsDir, maxScan); err == nil {
-			for _, f := range files {
-				e.files[f.Path] = stamp{f.Size, f.MtimeNS}
-			}
+	if !scan {
+		return
+	}
+	files, _, err := e.client.Scan(ctx, ArtifactsDir, maxScan)
+	if err != nil || len(files) == 0 {
+		return
+	}
+	stored, err := m.art.index.BySession(ctx, m.ns, e.id)
+	if err != nil {
+		m.log.Warn("list stored artifacts", "session_id", e.id, "err", err)
+		return
+	}
+	latest := make(map[string]artifacts.Artifact, len(stored))
+	for _, a := range stored { // newest first
+		if _, ok := latest[a.Name]; !ok {
+			latest[a.Name] = a
+		}
+	}
+	e.known = make(map[string]string, len(latest))
+	for _, f := range files {
+		a, ok := latest[f.Path]
+		if !ok {
+			continue
+		}
+		e.known[f.Path] = a.SHA256
+		if a.Size == f.Size && f.MtimeNS <= a.Created.UnixNano() {
+			e.files[f.Path] = stamp{f.Size, f.MtimeNS}
 		}
 	}
 }
@@ -194,7 +221,12 @@ func (m *Manager) ingest(ctx context.Context, e *entry, res *Result, files []ker
 	// The rows go in while the batch flushes, and become visible only once
 	// the blobs are durable: a row never names content a crash could lose.
 	rows := make([]artifacts.Artifact, 0, len(stored))
+	known := e.known
+	e.known = nil
 	for _, p := range stored {
+		if sha, ok := known[p.name]; ok && sha == p.sha {
+			continue // stored before this process attached; only touched since
+		}
 		rows = append(rows, artifacts.Artifact{Namespace: m.ns, SessionID: e.id, SessionKey: e.key, Name: p.name, SHA256: p.sha, Size: p.size, MIME: p.mime})
 	}
 	committed := make(chan error, 1)

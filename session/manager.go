@@ -56,6 +56,7 @@ type Manager struct {
 	interval    time.Duration // of the background sweep
 	extraLabels map[string]string
 	pool        *pool
+	owner       *owner // this process, as the owner of its executions
 
 	bg     context.Context // lives until Close
 	cancel context.CancelFunc
@@ -176,6 +177,7 @@ func NewManager(ctx context.Context, cfg config.Config, opts ...Option) (*Manage
 		if m.store != nil {
 			m.store.Close()
 		}
+		m.owner.close()
 		return nil, err
 	}
 	img, err := m.drv.Image(ctx, cfg.SandboxImage)
@@ -188,6 +190,9 @@ func NewManager(ctx context.Context, cfg config.Config, opts ...Option) (*Manage
 	m.image = img
 	if m.store, err = store.Open(ctx, cfg.ArtifactsDB); err != nil {
 		return fail(fmt.Errorf("open history: %w", err))
+	}
+	if m.owner, err = openOwner(cfg.ArtifactsDB); err != nil {
+		return fail(err)
 	}
 	if err := m.openArtifacts(); err != nil {
 		return fail(fmt.Errorf("open artifacts: %w", err))
@@ -268,6 +273,7 @@ func (m *Manager) Close(ctx context.Context) error {
 	}
 	errs = append(errs, m.dsCache.Close())
 	errs = append(errs, m.store.Close())
+	errs = append(errs, m.owner.close())
 	if m.closer != nil {
 		errs = append(errs, m.closer.Close())
 	}

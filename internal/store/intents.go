@@ -21,8 +21,10 @@ type Intent struct {
 	SessionID   string
 	SessionKey  string
 	ExecID      string
-	CodeSHA256  string // hex SHA-256 of the code
+	CodeSHA256  string // hex SHA-256 of the code, whole
+	Code        string // the code, cut to MaxCode
 	ContainerID string // the container it was sent to
+	Owner       string // the manager that sent it
 	Started     time.Time
 	// Lost is why the outcome will never be known; "" while it may.
 	Lost string
@@ -35,9 +37,9 @@ type Intent struct {
 // caller must not run it.
 func (s *Store) BeginExecution(ctx context.Context, in Intent) error {
 	_, err := s.db.ExecContext(ctx, `INSERT INTO intents
-		(namespace, session_id, exec_id, session_key, code_sha256, container_id, started)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		in.Namespace, in.SessionID, in.ExecID, in.SessionKey, in.CodeSHA256, in.ContainerID, formatTime(in.Started))
+		(namespace, session_id, exec_id, session_key, code_sha256, code, container_id, owner, started)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		in.Namespace, in.SessionID, in.ExecID, in.SessionKey, in.CodeSHA256, capText(in.Code, s.MaxCode), in.ContainerID, in.Owner, formatTime(in.Started))
 	if err != nil {
 		if isConstraint(err) {
 			err = ErrExists
@@ -47,7 +49,7 @@ func (s *Store) BeginExecution(ctx context.Context, in Intent) error {
 	return nil
 }
 
-const intentColumns = `namespace, session_id, session_key, exec_id, code_sha256, container_id, started, lost,
+const intentColumns = `namespace, session_id, session_key, exec_id, code_sha256, code, container_id, owner, started, lost,
 	EXISTS (SELECT 1 FROM executions x WHERE x.namespace = i.namespace AND x.session_id = i.session_id AND x.exec_id = i.exec_id)`
 
 // Intent returns the intent of an execution id, or ErrNotFound.
@@ -110,7 +112,7 @@ func scanIntent(sc scanner) (Intent, error) {
 	var in Intent
 	var started string
 	var lost sql.NullString
-	if err := sc.Scan(&in.Namespace, &in.SessionID, &in.SessionKey, &in.ExecID, &in.CodeSHA256, &in.ContainerID, &started, &lost, &in.Recorded); err != nil {
+	if err := sc.Scan(&in.Namespace, &in.SessionID, &in.SessionKey, &in.ExecID, &in.CodeSHA256, &in.Code, &in.ContainerID, &in.Owner, &started, &lost, &in.Recorded); err != nil {
 		return Intent{}, err
 	}
 	in.Lost = lost.String

@@ -10,7 +10,9 @@ CREATE TABLE intents (
 	exec_id      TEXT NOT NULL,
 	session_key  TEXT NOT NULL,
 	code_sha256  TEXT NOT NULL,
+	code         TEXT NOT NULL, -- capped like executions.code: what a recovered result is recorded with
 	container_id TEXT NOT NULL,
+	owner        TEXT NOT NULL, -- the manager that sent it (session's owner lock)
 	started      TEXT NOT NULL,
 	lost         TEXT, -- NULL while the outcome may still come; why it never will otherwise
 	PRIMARY KEY (namespace, session_id, exec_id)
