@@ -45,6 +45,11 @@ func TestHelperManagerProcess(t *testing.T) {
 		if e.Type == kernel.EventStarted {
 			fmt.Println("STARTED")
 		}
+		if e.Type == kernel.EventStream {
+			for _, line := range strings.Split(strings.TrimSpace(e.Text), "\n") {
+				fmt.Println("OUT " + line)
+			}
+		}
 	}))
 	t.Fatalf("the helper should have been killed; exec returned %v", err)
 }

@@ -62,7 +62,7 @@ func (m *Manager) Exec(ctx context.Context, key, code string, opts ...ExecOption
 	sum := codeSum(code)
 	for attempt := 0; ; attempt++ {
 		if named {
-			if res, err := m.known(ctx, key, o.id, code, sum); res != nil || err != nil {
+			if res, err := m.known(ctx, "exec", key, o.id, code, sum); res != nil || err != nil {
 				return res, err
 			}
 		}
@@ -294,6 +294,11 @@ func (m *Manager) Fetch(ctx context.Context, key, id string) (*Result, error) {
 	if err := checkKey(key); err != nil {
 		return nil, err
 	}
+	if res, err := m.known(ctx, "fetch", key, id, "", ""); res != nil || err != nil {
+		return res, err
+	}
+	// No intent: an id run by an older manager, or straight through a
+	// kernel client. The kernel may still hold it.
 	e, release, err := m.acquire(ctx, key, false)
 	if err == nil {
 		defer release()

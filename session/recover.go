@@ -18,32 +18,47 @@ import (
 // the history. Never a second run.
 
 // known answers an execution id that was started before, or returns nil, nil
-// when it never was.
-func (m *Manager) known(ctx context.Context, key, id, code, sum string) (*Result, error) {
-	res, err := m.replay(ctx, key, id, code)
-	if res != nil || err != nil {
-		return res, err
+// when it never was. sum is the code's codeSum for a retry, whose code must
+// be the same; "" for a fetch, which takes any.
+func (m *Manager) known(ctx context.Context, op, key, id, code, sum string) (*Result, error) {
+	if sum != "" {
+		res, err := m.replay(ctx, key, id, code)
+		if res != nil || err != nil {
+			return res, err
+		}
+	} else {
+		rec, err := m.store.Execution(ctx, m.ns, ID(key), id)
+		if err == nil {
+			return m.fromHistory(key, rec), nil
+		}
+		if !errors.Is(err, store.ErrNotFound) {
+			return nil, &Error{Op: op, Key: key, Err: err}
+		}
 	}
 	in, err := m.store.Intent(ctx, m.ns, ID(key), id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, &Error{Op: "exec", Key: key, Err: err}
+		return nil, &Error{Op: op, Key: key, Err: err}
 	}
 	switch {
-	case in.CodeSHA256 != sum:
-		return nil, &Error{Op: "exec", Key: key, Err: fmt.Errorf("%w: %s", kernel.ErrIDConflict, id)}
+	case sum != "" && in.CodeSHA256 != sum:
+		return nil, &Error{Op: op, Key: key, Err: fmt.Errorf("%w: %s", kernel.ErrIDConflict, id)}
 	case in.Recorded: // recorded between the two reads
-		return m.replay(ctx, key, id, code)
+		rec, err := m.store.Execution(ctx, m.ns, ID(key), id)
+		if err != nil {
+			return nil, &Error{Op: op, Key: key, Err: err}
+		}
+		return m.fromHistory(key, rec), nil
 	case in.Lost != "":
-		return nil, &Error{Op: "exec", Key: key, Err: outcomeUnknown(in)}
+		return nil, &Error{Op: op, Key: key, Err: outcomeUnknown(in)}
 	}
 	e, release, err := m.acquire(ctx, key, false)
 	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrSessionLost) {
 		in.Lost = "the session was lost while it ran"
 		m.loseIntent(ctx, in)
-		return nil, &Error{Op: "exec", Key: key, Err: errors.Join(outcomeUnknown(in), err)}
+		return nil, &Error{Op: op, Key: key, Err: errors.Join(outcomeUnknown(in), err)}
 	}
 	if err != nil {
 		return nil, err
