@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/agentbox/agentbox/config"
@@ -35,6 +36,7 @@ type entry struct {
 	execCount   int
 	files       map[string]stamp  // /session/artifacts after the last execution
 	recovered   bool              // the executions a dead manager left are finished
+	notice      string            // said in the next result: why the state from before is gone
 	known       map[string]string // name -> sha256 stored before this process attached, until the next ingestion
 	ingested    int64             // artifact bytes of the session so far
 	hostRoot    string            // /proc/<pid>/root of the container, when readable here
@@ -170,6 +172,10 @@ func (m *Manager) open(ctx context.Context, e *entry, create bool) error {
 			return ErrNotFound
 		}
 		err = m.create(ctx, e)
+		if err == nil && rerr == nil && strings.HasPrefix(row.StopReason, stopIdle) {
+			// Never a silent fresh start: the first result says so.
+			e.notice = "the session " + strings.TrimPrefix(strings.TrimPrefix(row.StopReason, stopIdle), ": ") + "; this is a fresh session, and variables and imports from before are gone"
+		}
 		if errors.Is(err, ErrNameInUse) && attempt < maxNameRaces {
 			// Another process created it first: use theirs, once the
 			// engine shows it (it holds the name a moment before).

@@ -115,6 +115,13 @@ func (m *Manager) execute(ctx context.Context, e *entry, code string, o execOpti
 		return nil, &Error{Op: "exec", Key: key, ContainerID: e.containerID, Err: err}
 	}
 	res := fromKernel(key, kr)
+	if e.notice != "" {
+		res.StateLost = true
+		if res.RestartReason == "" {
+			res.RestartReason = e.notice
+		}
+		e.notice = ""
+	}
 	// Even a result the kernel replays (its id ran there before this
 	// process knew it) is recorded and ingested once it reaches the host.
 	m.ingest(ctx, e, res, kr.Files, kr.More)

@@ -26,6 +26,9 @@ const (
 	LabelRole      = "io.agentbox.role"      // RoleSession or RolePool
 	LabelStorage   = "io.agentbox.storage"   // TMPFS or BIND
 	LabelKey       = "io.agentbox.session-key"
+	// LabelIdleTimeout is the session's own IDLE_TIMEOUT_S, in seconds
+	// ("0": never evicted): whichever manager sweeps applies it.
+	LabelIdleTimeout = "io.agentbox.idle-timeout"
 
 	RoleSession = "session"
 	RolePool    = "pool"
@@ -290,6 +293,8 @@ func (m *Manager) labels(role string) map[string]string {
 		LabelNamespace: m.ns,
 		LabelRole:      role,
 		LabelStorage:   string(m.cfg.SessionStorage),
+		// Seconds, rounded up: a timeout under a second is not "never".
+		LabelIdleTimeout: strconv.FormatInt(int64((m.cfg.IdleTimeout+time.Second-1)/time.Second), 10),
 	}
 	for k, v := range m.extraLabels {
 		l[k] = v

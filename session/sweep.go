@@ -3,6 +3,8 @@ package session
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -55,29 +57,52 @@ func (m *Manager) sweep(ctx context.Context) {
 		}
 		pool := c.Labels[LabelRole] == RolePool && strings.HasPrefix(c.Name, m.ns+"_pool_")
 		old := now.Sub(c.Created) > m.grace
+		// Each session keeps the idle timeout it was started with,
+		// whichever manager sweeps: one started with a short timeout does
+		// not evict the sessions of one with a long one.
+		timeout := m.idleTimeoutOf(c)
 		switch {
 		case pool && m.pool.owns(c.ID):
-		case !m.usable(c) && old:
+		case !c.Running && old:
+			// Stopped or dead (or created and never started): no
+			// manager can use it, whatever its image.
 			m.log.Info("remove unusable container", "container_id", shortID(c.ID), "reason", deathReason(c, m.image.ID))
 			m.removeBestEffort(c.ID)
 		case pool:
 			// Another manager's warm container: evicted like an idle
 			// session, which it is.
-			if m.cfg.IdleTimeout > 0 && now.Sub(c.Created) > m.cfg.IdleTimeout {
+			if timeout > 0 && now.Sub(c.Created) > timeout {
 				m.removeBestEffort(c.ID)
 			}
 		default:
+			// A running session, this manager's image or another's
+			// (another manager may be using it): only its own idle
+			// timeout removes it.
 			id, ok := strings.CutPrefix(c.Name, m.ns+"_")
-			if ok && m.cfg.IdleTimeout > 0 {
-				m.evictIfIdle(ctx, id, c, rows[id], now)
+			if ok && timeout > 0 {
+				m.evictIfIdle(ctx, id, c, rows[id], now, timeout)
 			}
 		}
 	}
 }
 
+// idleTimeoutOf returns the idle timeout container c was started with, or
+// this manager's for a container from before the label existed.
+func (m *Manager) idleTimeoutOf(c Container) time.Duration {
+	s, ok := c.Labels[LabelIdleTimeout]
+	if !ok {
+		return m.cfg.IdleTimeout
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return m.cfg.IdleTimeout
+	}
+	return time.Duration(n) * time.Second
+}
+
 // evictIfIdle removes session id's container if nobody used it for
 // IDLE_TIMEOUT_S, unless this process is using it right now.
-func (m *Manager) evictIfIdle(ctx context.Context, id string, c Container, row store.Session, now time.Time) {
+func (m *Manager) evictIfIdle(ctx context.Context, id string, c Container, row store.Session, now time.Time, timeout time.Duration) {
 	last := c.Created
 	if row.ContainerID == c.ID && row.LastUsed.After(last) {
 		last = row.LastUsed
@@ -88,7 +113,7 @@ func (m *Manager) evictIfIdle(ctx context.Context, id string, c Container, row s
 		last = e.lastUsed
 	}
 	m.mu.Unlock()
-	if now.Sub(last) <= m.cfg.IdleTimeout {
+	if now.Sub(last) <= timeout {
 		return
 	}
 	if e != nil {
@@ -108,5 +133,8 @@ func (m *Manager) evictIfIdle(ctx context.Context, id string, c Container, row s
 		m.log.Warn("evict idle session", "session_id", id, "err", err)
 		return
 	}
-	m.markStopped(ctx, id, "idle")
+	m.markStopped(ctx, id, fmt.Sprintf("%s: evicted after %s unused (its idle timeout)", stopIdle, now.Sub(last).Round(time.Second)))
 }
+
+// stopIdle begins the stop reason of an evicted session.
+const stopIdle = "idle"
