@@ -1019,6 +1019,10 @@ func TestSeccomp(t *testing.T) {
 	if got := (config.Config{}).SeccompProfile(builtin); got != string(builtin) {
 		t.Errorf("zero Config: SeccompProfile = %q, want the built-in profile", got)
 	}
+	// So does a path whose content was never loaded (Validate refuses it).
+	if got := (config.Config{Seccomp: goodPath}).SeccompProfile(builtin); got != string(builtin) {
+		t.Errorf("unloaded profile file: SeccompProfile = %q, want the built-in profile", got)
+	}
 
 	unreadable := writeFile(t, dir, "unreadable.json", good)
 	if err := os.Chmod(unreadable, 0); err != nil {

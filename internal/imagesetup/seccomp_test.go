@@ -36,3 +36,21 @@ func TestProbeSeccomp(t *testing.T) {
 	}
 	t.Logf("agentbox's profile: %+v; the engine's: %+v", ours, engine)
 }
+
+// TestSeccompProbeEnforced: io_uring refused by the kernel or the engine,
+// with ptrace let through, is not agentbox's profile at work.
+func TestSeccompProbeEnforced(t *testing.T) {
+	for _, tt := range []struct {
+		p    imagesetup.SeccompProbe
+		want bool
+	}{
+		{imagesetup.SeccompProbe{IoUringSetup: "EPERM", Ptrace: "EPERM"}, true},
+		{imagesetup.SeccompProbe{IoUringSetup: "ENOSYS", Ptrace: ""}, true},
+		{imagesetup.SeccompProbe{IoUringSetup: "EPERM", Ptrace: "ESRCH"}, false},
+		{imagesetup.SeccompProbe{IoUringSetup: "ok", Ptrace: "EPERM"}, false},
+	} {
+		if got := tt.p.ProfileEnforced(); got != tt.want {
+			t.Errorf("%+v.ProfileEnforced() = %v, want %v", tt.p, got, tt.want)
+		}
+	}
+}
