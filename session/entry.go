@@ -34,12 +34,13 @@ type entry struct {
 	client      *kernel.Client
 	created     time.Time
 	execCount   int
-	files       map[string]stamp  // /session/artifacts after the last execution
-	recovered   bool              // the executions a dead manager left are finished
-	notice      string            // said in the next result: why the state from before is gone
-	known       map[string]string // name -> sha256 stored before this process attached, until the next ingestion
-	ingested    int64             // artifact bytes of the session so far
-	hostRoot    string            // /proc/<pid>/root of the container, when readable here
+	files       map[string]stamp   // /session/artifacts after the last execution
+	recovered   bool               // the executions a dead manager left are finished
+	notice      string             // said in the next result: why the state from before is gone
+	unrecorded  []*store.Execution // results the history failed to record, retried on the next call
+	known       map[string]string  // name -> sha256 stored before this process attached, until the next ingestion
+	ingested    int64              // artifact bytes of the session so far
+	hostRoot    string             // /proc/<pid>/root of the container, when readable here
 
 	// Guarded by Manager.mu.
 	lastUsed time.Time

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/agentbox/agentbox/config"
@@ -84,12 +86,33 @@ func (m *Manager) Exec(ctx context.Context, key, code string, opts ...ExecOption
 		}
 		if err != nil {
 			release()
-			return nil, &Error{Op: "exec", Key: key, ContainerID: e.containerID, Err: fmt.Errorf("record that execution %s starts (it did not run): %w", o.id, err)}
+			return nil, &Error{Op: "exec", Key: key, ContainerID: e.containerID, Err: fmt.Errorf("record that execution %s starts (it did not run): %s: %w", o.id, storageTrouble(err, m.cfg.ArtifactsDB), err)}
 		}
 		res, err := m.execute(ctx, e, code, o)
 		release()
 		return res, err
 	}
+}
+
+// recordPending records the executions of e whose record failed before
+// (e's turn is held); what still fails waits for the next call.
+func (m *Manager) recordPending(ctx context.Context, e *entry) {
+	for len(e.unrecorded) > 0 {
+		if err := m.store.RecordExecution(context.WithoutCancel(ctx), e.unrecorded[0]); err != nil {
+			m.log.Warn("record execution", "session_id", e.id, "exec_id", e.unrecorded[0].ExecID, "err", err)
+			return
+		}
+		e.unrecorded = e.unrecorded[1:]
+	}
+}
+
+// storageTrouble describes a failure to store: a full disk is named as such,
+// with the path.
+func storageTrouble(err error, path string) string {
+	if errors.Is(err, syscall.ENOSPC) || strings.Contains(err.Error(), "database or disk is full") {
+		return "disk full at " + path + ": " + err.Error()
+	}
+	return err.Error()
 }
 
 // codeSum is the hex SHA-256 of code: what tells a retry from another use of
@@ -102,6 +125,7 @@ func codeSum(code string) string {
 // execute runs code in e (its turn held) and records the result.
 func (m *Manager) execute(ctx context.Context, e *entry, code string, o execOptions) (*Result, error) {
 	key := e.key
+	m.recordPending(ctx, e)
 	started := time.Now()
 	req := kernel.ExecRequest{ID: o.id, Code: code, Timeout: o.timeout, ScanDir: ArtifactsDir, ScanMax: maxScan}
 	kr, err := m.run(ctx, e, func(c *kernel.Client) (*kernel.Result, error) {
@@ -282,6 +306,10 @@ func (m *Manager) finish(ctx context.Context, e *entry, code string, started tim
 	}
 	// Also records the session's last use and execution count.
 	if err := m.store.RecordExecution(ctx, rec); err != nil {
+		// Kept, and recorded on the session's next call; the intent
+		// covers a crash meanwhile.
+		e.unrecorded = append(e.unrecorded, rec)
+		res.Warnings = append(res.Warnings, "the history did not record this execution yet ("+storageTrouble(err, m.cfg.ArtifactsDB)+"); it is retried on the next call")
 		m.log.Warn("record execution", "session_id", e.id, "exec_id", res.ID, "err", err)
 	}
 	if m.cfg.SessionStorage == config.StorageBind {

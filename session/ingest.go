@@ -233,14 +233,26 @@ func (m *Manager) ingest(ctx context.Context, e *entry, res *Result, files []ker
 	go func() { committed <- batch.Commit(ctx) }()
 	added, err := m.art.index.AddAllAfter(ctx, rows, committed)
 	if err != nil {
-		reason := "index: "
+		reason, path := "index: ", m.cfg.ArtifactsDB
 		if errors.Is(err, artifacts.ErrNotDurable) {
-			reason = "store: "
+			reason, path = "store: ", m.cfg.BlobstoreDir
 		}
 		m.log.Warn("store artifacts", "session_id", e.id, "err", err)
 		for _, p := range stored {
-			skip(p.name, reason+err.Error())
+			skip(p.name, reason+storageTrouble(err, path))
 		}
+	}
+	// What could not be stored for want of room or a free database is
+	// not dropped: the next ingestion takes it again, and the caller hears.
+	retry := 0
+	for _, s := range res.SkippedArtifacts {
+		if strings.HasPrefix(s.Reason, "store: ") || strings.HasPrefix(s.Reason, "index: ") {
+			delete(e.files, s.Name)
+			retry++
+		}
+	}
+	if retry > 0 {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("%d artifact files could not be stored yet (see skipped_artifacts); they are stored on the next call", retry))
 	}
 	for _, a := range added {
 		if e.ingested >= 0 {
@@ -296,7 +308,7 @@ func (m *Manager) readArtifacts(ctx context.Context, e *entry, batch *artifacts.
 			skip(name, fmt.Sprintf("grew past %d MiB while being read (ARTIFACT_MAX_FILE_MB)", m.cfg.ArtifactMaxFileMB))
 		case err != nil:
 			m.log.Warn("ingest artifact", "session_id", e.id, "name", name, "err", err)
-			skip(name, "store: "+err.Error())
+			skip(name, "store: "+storageTrouble(err, m.cfg.BlobstoreDir))
 		default:
 			f := storedFile{name, sha, artifacts.DetectMIME(name, head.Bytes()), size}
 			mu.Lock()

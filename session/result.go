@@ -29,6 +29,11 @@ type Result struct {
 	// SkippedArtifacts lists the files that were not stored (too large, too
 	// many, symbolic links...) with the reason.
 	SkippedArtifacts []Skipped
+	// Warnings say what went wrong around the execution without changing
+	// its result: the history could not record it, or files could not be
+	// stored, yet (a busy or full database, a full disk). Each is retried
+	// on the session's next call.
+	Warnings []string
 }
 
 // Artifact is a file an execution wrote under /session/artifacts, stored and
@@ -72,10 +77,11 @@ func (r *Result) MarshalJSON() ([]byte, error) {
 		DurationMS      float64             `json:"duration_ms"`
 		Artifacts       []Artifact          `json:"artifacts"`
 		Skipped         []Skipped           `json:"skipped_artifacts,omitempty"`
+		Warnings        []string            `json:"warnings,omitempty"`
 	}{
 		r.Session, r.ID, r.ExecutionCount, r.Stdout, r.Stderr, bundles, r.Error,
 		r.TimedOut, r.Interrupted, r.KernelRestarted, r.StateLost, r.RestartReason,
-		r.Truncated, r.Replayed, float64(r.Duration.Microseconds()) / 1000, arts, r.SkippedArtifacts,
+		r.Truncated, r.Replayed, float64(r.Duration.Microseconds()) / 1000, arts, r.SkippedArtifacts, r.Warnings,
 	})
 }
 

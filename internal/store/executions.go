@@ -71,16 +71,31 @@ func (s *Store) RecordExecution(ctx context.Context, e *Execution) error {
 		return fail(err)
 	}
 	defer tx.Rollback()
+	// Once per exec id: a result recovered by two processes, or retried
+	// after a failure that did commit, is recorded once.
 	res, err := tx.ExecContext(ctx, `INSERT INTO executions
 		(namespace, session_id, session_key, exec_id, execution_count, code, stdout, stderr, outputs, error,
 		 started, duration_ns, timed_out, interrupted, kernel_restarted, state_lost, replayed, artifacts)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
+		WHERE NOT EXISTS (SELECT 1 FROM executions WHERE namespace = ? AND session_id = ? AND exec_id = ?)`,
 		e.Namespace, e.SessionID, e.SessionKey, e.ExecID, e.ExecutionCount,
 		capText(e.Code, s.MaxCode), capText(e.Stdout, s.MaxOutput), capText(e.Stderr, s.MaxOutput),
 		string(outputs), exc, formatTime(e.Started), int64(e.Duration),
-		e.TimedOut, e.Interrupted, e.KernelRestarted, e.StateLost, e.Replayed, artifacts)
+		e.TimedOut, e.Interrupted, e.KernelRestarted, e.StateLost, e.Replayed, artifacts,
+		e.Namespace, e.SessionID, e.ExecID)
 	if err != nil {
 		return fail(err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fail(err)
+	} else if n == 0 {
+		var seq int64
+		if err := tx.QueryRowContext(ctx, `SELECT seq FROM executions WHERE namespace = ? AND session_id = ? AND exec_id = ?`,
+			e.Namespace, e.SessionID, e.ExecID).Scan(&seq); err != nil {
+			return fail(err)
+		}
+		e.Seq = seq
+		return nil
 	}
 	seq, err := res.LastInsertId()
 	if err != nil {

@@ -1,0 +1,159 @@
+package session_test
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/kernel"
+	"github.com/agentbox/agentbox/session"
+)
+
+// storedNames returns the names of the artifacts of key.
+func storedNames(t *testing.T, m *session.Manager, key string) map[string]bool {
+	t.Helper()
+	arts, err := m.Artifacts(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, a := range arts {
+		names[a.Name] = true
+	}
+	return names
+}
+
+// TestDatabaseLockedIsNeverSilent: another process holds the database's
+// write lock, longer than the store waits for it, while an execution runs.
+// The result comes back saying that neither its history row nor its file
+// could be stored; nothing is dropped: once the lock is released, the next
+// call records the row and stores the file. Before, the execution returned
+// without a word and without its history row, and the file was never
+// stored.
+func TestDatabaseLockedIsNeverSilent(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t, nil)
+	ns := namespace()
+	m := managerFor(t, cfg, ns)
+	mustExec(t, m, "k", "x = 1")
+
+	db, err := sql.Open("sqlite", "file:"+cfg.ArtifactsDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	locked := make(chan struct{})
+	code := "import time\nprint('go', flush=True)\ntime.sleep(1)\nopen('/session/artifacts/report.csv', 'w').write('a,b\\n')"
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := m.Exec(ctx, "k", code, session.ExecID("call-1"), session.OnEvent(func(e kernel.Event) {
+		if e.Type == kernel.EventStream && strings.Contains(e.Text, "go") {
+			if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
+				t.Errorf("lock the database: %v", err)
+			}
+			close(locked)
+		}
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-locked:
+	default:
+		t.Fatalf("the code's output never came: %+v", res)
+	}
+	if len(res.Warnings) == 0 || !strings.Contains(strings.Join(res.Warnings, "\n"), "history did not record") {
+		t.Fatalf("no warning about the history: %+v", res.Warnings)
+	}
+	if len(res.Artifacts) != 0 || len(res.SkippedArtifacts) != 1 || !strings.Contains(res.SkippedArtifacts[0].Reason, "locked") {
+		t.Fatalf("artifacts %+v, skipped %+v: want report.csv skipped, the lock named", res.Artifacts, res.SkippedArtifacts)
+	}
+	if n := history(t, cfg, ns, "k", "call-1"); n != 0 {
+		t.Fatalf("recorded %d times while locked?", n)
+	}
+	if _, err := conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	next := mustExec(t, m, "k", "y = 2")
+	if len(next.Warnings) != 0 {
+		t.Fatalf("warnings after the lock cleared: %v", next.Warnings)
+	}
+	if n := history(t, cfg, ns, "k", "call-1"); n != 1 {
+		t.Fatalf("the held-back execution is recorded %d times after the lock cleared, want once", n)
+	}
+	if !storedNames(t, m, "k")["report.csv"] {
+		t.Fatal("report.csv not stored after the lock cleared")
+	}
+	if res, err := m.Exec(ctx, "k", code, session.ExecID("call-1")); err != nil || !res.Replayed {
+		t.Fatalf("the id after recovery: %+v, %v", res, err)
+	}
+}
+
+// TestFullDiskIsNamed: the disk holding the blobstore and the database
+// fills up (a small filesystem made for the test). The caller is told that
+// the disk is full and where; what was stored before stays; once room is
+// made, the file is stored and the history row written.
+func TestFullDiskIsNamed(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot make a small filesystem (root needed): %v: %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
+	cfg := testConfig(t, func(c *config.Config) {
+		c.ArtifactsDB = filepath.Join(dir, "artifacts.db")
+		c.BlobstoreDir = filepath.Join(dir, "blobstore")
+	})
+	ns := namespace()
+	m := managerFor(t, cfg, ns)
+	mustExec(t, m, "k", "open('/session/artifacts/before.txt', 'w').write('kept')")
+
+	// Fill the disk, leaving less than the next artifact needs.
+	filler := filepath.Join(dir, "filler")
+	f, err := os.Create(filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(buf); err != nil {
+			break
+		}
+	}
+	// Room for the database's small writes, not for the artifact.
+	if fi, err := f.Stat(); err == nil {
+		f.Truncate(fi.Size() - 512<<10)
+	}
+	f.Close()
+	res := mustExec(t, m, "k", "open('/session/artifacts/big.bin', 'wb').write(b'x' * (2 << 20))", session.ExecID("call-1"))
+	all := strings.Join(res.Warnings, "\n")
+	for _, s := range res.SkippedArtifacts {
+		all += "\n" + s.Reason
+	}
+	if !strings.Contains(all, "disk full at "+cfg.BlobstoreDir) && !strings.Contains(all, "disk full at "+cfg.ArtifactsDB) {
+		t.Fatalf("the full disk is not named with its path: warnings %q, skipped %+v", res.Warnings, res.SkippedArtifacts)
+	}
+	if storedNames(t, m, "k")["big.bin"] {
+		t.Fatal("big.bin stored on a full disk?")
+	}
+	os.Remove(filler)
+	mustExec(t, m, "k", "z = 3")
+	names := storedNames(t, m, "k")
+	if !names["big.bin"] || !names["before.txt"] {
+		t.Fatalf("after room was made: stored %v, want before.txt and big.bin", names)
+	}
+	if n := history(t, cfg, ns, "k", "call-1"); n != 1 {
+		t.Fatalf("call-1 recorded %d times, want once", n)
+	}
+}
