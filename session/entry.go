@@ -38,7 +38,6 @@ type entry struct {
 	recovered   bool               // the executions a dead manager left are finished
 	notice      string             // said in the next result: why the state from before is gone
 	unrecorded  []*store.Execution // results the history failed to record, retried on the next call
-	known       map[string]string  // name -> sha256 stored before this process attached, until the next ingestion
 	ingested    int64              // artifact bytes of the session so far
 	hostRoot    string             // /proc/<pid>/root of the container, when readable here
 

@@ -89,9 +89,9 @@ func (m *Manager) openArtifacts() error {
 // is not: what later executions create or change, and what an execution of
 // a manager that died wrote before its files were stored. A file counts as
 // stored when the index holds its name with its size and it was not
-// modified after it was ingested; the ingestion of the others compares
-// content (a file only touched is not stored twice). It also resets what the
-// session ingested so far (for ARTIFACT_MAX_SESSION_MB).
+// modified after it was ingested (a rewrite counts as a change, as it does
+// within one process). It also resets what the session ingested so far (for
+// ARTIFACT_MAX_SESSION_MB).
 func (m *Manager) baseline(ctx context.Context, e *entry, scan bool) {
 	e.files = map[string]stamp{}
 	e.ingested = -1 // counted from the index when first needed
@@ -113,13 +113,11 @@ func (m *Manager) baseline(ctx context.Context, e *entry, scan bool) {
 			latest[a.Name] = a
 		}
 	}
-	e.known = make(map[string]string, len(latest))
 	for _, f := range files {
 		a, ok := latest[f.Path]
 		if !ok {
 			continue
 		}
-		e.known[f.Path] = a.SHA256
 		if a.Size == f.Size && f.MtimeNS <= a.Created.UnixNano() {
 			e.files[f.Path] = stamp{f.Size, f.MtimeNS}
 		}
@@ -221,12 +219,7 @@ func (m *Manager) ingest(ctx context.Context, e *entry, res *Result, files []ker
 	// The rows go in while the batch flushes, and become visible only once
 	// the blobs are durable: a row never names content a crash could lose.
 	rows := make([]artifacts.Artifact, 0, len(stored))
-	known := e.known
-	e.known = nil
 	for _, p := range stored {
-		if sha, ok := known[p.name]; ok && sha == p.sha {
-			continue // stored before this process attached; only touched since
-		}
 		rows = append(rows, artifacts.Artifact{Namespace: m.ns, SessionID: e.id, SessionKey: e.key, Name: p.name, SHA256: p.sha, Size: p.size, MIME: p.mime})
 	}
 	committed := make(chan error, 1)

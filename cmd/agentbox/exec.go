@@ -252,12 +252,22 @@ func writeNotes(w io.Writer, res *session.Result) {
 		fmt.Fprintf(w, "agentbox: the kernel restarted: %s\n", termsafe.Line(reason))
 	}
 	if res.StateLost {
-		fmt.Fprintln(w, "agentbox: state lost: variables and imports from before this execution are gone")
+		if res.RestartReason != "" && !res.KernelRestarted {
+			fmt.Fprintf(w, "agentbox: state lost: %s\n", termsafe.Line(res.RestartReason))
+		} else {
+			fmt.Fprintln(w, "agentbox: state lost: variables and imports from before this execution are gone")
+		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(res.Truncated)) {
 		fmt.Fprintf(w, "agentbox: %s truncated: %s cut from the middle\n", termsafe.Line(name), humanBytes(res.Truncated[name]))
 	}
 	for _, a := range res.Artifacts {
 		fmt.Fprintf(w, "agentbox: artifact %s (%s): %s\n", termsafe.Line(a.Name), humanBytes(a.Size), termsafe.Line(a.URL))
+	}
+	for _, s := range res.SkippedArtifacts {
+		fmt.Fprintf(w, "agentbox: not stored: %s: %s\n", termsafe.Line(s.Name), termsafe.Line(s.Reason))
+	}
+	for _, warn := range res.Warnings {
+		fmt.Fprintf(w, "agentbox: warning: %s\n", termsafe.Line(warn))
 	}
 }
