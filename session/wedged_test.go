@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -55,12 +56,15 @@ func TestStoppedInitIsALostSession(t *testing.T) {
 		{"stopped mid-execution", func(t *testing.T, m *session.Manager, _ config.Config, _ string) (*session.Manager, error) {
 			id := containerOf(t, m, "k")
 			started := make(chan struct{})
+			var once sync.Once
 			done := make(chan error, 1)
 			go func() {
+				// print writes "go" and "\n" apart (the kernel's output is
+				// unbuffered): they may come in one event or two.
 				_, err := m.Exec(context.Background(), "k", "import time\nprint('go', flush=True)\ntime.sleep(60)", session.Timeout(timeout),
 					session.OnEvent(func(e kernel.Event) {
-						if e.Text == "go\n" {
-							close(started)
+						if strings.Contains(e.Text, "go") {
+							once.Do(func() { close(started) })
 						}
 					}))
 				done <- err
