@@ -76,10 +76,12 @@ func (m *Manager) Exec(ctx context.Context, key, code string, opts ...ExecOption
 		// Written before the code reaches the kernel: from here on the id
 		// has a recorded result, a running execution or a known loss,
 		// never a second run.
-		err = m.store.BeginExecution(ctx, store.Intent{
-			Namespace: m.ns, SessionID: e.id, SessionKey: key, ExecID: o.id,
-			CodeSHA256: sum, Code: code, ContainerID: e.containerID, Owner: m.owner.id, Started: time.Now(),
-		})
+		if !m.noIntents {
+			err = m.store.BeginExecution(ctx, store.Intent{
+				Namespace: m.ns, SessionID: e.id, SessionKey: key, ExecID: o.id,
+				CodeSHA256: sum, Code: code, ContainerID: e.containerID, Owner: m.owner.id, Started: time.Now(),
+			})
+		}
 		if errors.Is(err, store.ErrExists) && named && attempt < 3 {
 			release() // another caller started it meanwhile: answer as it will
 			continue

@@ -60,6 +60,10 @@ type Manager struct {
 	extraLabels map[string]string
 	pool        *pool
 	owner       *owner // this process, as the owner of its executions
+	// noIntents skips the intent write. Only the benchmark that prices
+	// that write sets it, to measure the Manager without it in the same
+	// run; nothing else may.
+	noIntents bool
 
 	bg     context.Context // lives until Close
 	cancel context.CancelFunc
