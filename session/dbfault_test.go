@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/internal/dockertest"
 	"github.com/agentbox/agentbox/kernel"
 	"github.com/agentbox/agentbox/session"
 )
@@ -156,4 +157,42 @@ func TestFullDiskIsNamed(t *testing.T) {
 	if n := history(t, cfg, ns, "k", "call-1"); n != 1 {
 		t.Fatalf("call-1 recorded %d times, want once", n)
 	}
+}
+
+// TestFailedStartLeavesNothing: a session whose start cannot be recorded
+// (another process holds the database's write lock past the store's wait)
+// fails with the cause, and leaves no container behind. Before, the
+// container kept running, known to no manager.
+func TestFailedStartLeavesNothing(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t, nil)
+	ns := namespace()
+	m := managerFor(t, cfg, ns)
+	db, err := sql.Open("sqlite", "file:"+cfg.ArtifactsDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := m.Exec(ctx, "new", "x = 1"); err == nil || !strings.Contains(err.Error(), "locked") {
+		t.Fatalf("start with the database locked: %v, want the lock named", err)
+	}
+	list, err := dockertest.Engine(t).ListContainers(context.Background(), session.LabelNamespace+"="+ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 0 {
+		t.Fatalf("a failed start left %d containers", len(list))
+	}
+	conn.ExecContext(context.Background(), "ROLLBACK")
+	mustExec(t, m, "new", "x = 1")
 }
