@@ -69,7 +69,7 @@ func TestMigrationUpgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Back to version 1.
-	if _, err := s.DB().ExecContext(ctx, `DROP TABLE artifacts; DROP TABLE dataset_cache; DROP TABLE dataset_status; DELETE FROM schema_migrations WHERE version >= 2`); err != nil {
+	if _, err := s.DB().ExecContext(ctx, `DROP TABLE artifacts; DROP TABLE dataset_cache; DROP TABLE dataset_status; DROP TABLE intents; DELETE FROM schema_migrations WHERE version >= 2`); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
