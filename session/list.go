@@ -210,6 +210,10 @@ func (m *Manager) StopAll(ctx context.Context) (int, error) {
 func (m *Manager) closeIdle(e *entry) {
 	select {
 	case e.turn <- struct{}{}:
+		// A last try for results the history failed to record; what
+		// still fails stays an open intent, which the next process that
+		// uses the session finishes from the kernel.
+		m.recordPending(m.bg, e)
 		if e.client != nil {
 			e.client.Close()
 			e.client = nil
