@@ -1,16 +1,13 @@
 package session_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -63,38 +60,9 @@ func TestManagerKilledMidExecution(t *testing.T) {
 	cfg := testConfig(t, nil)
 	ns := namespace()
 	code := "import time\ntime.sleep(2)\ncount = globals().get('count', 0) + 1\nprint('done', count)"
-	args, _ := json.Marshal(map[string]any{"Config": cfg, "Namespace": ns, "Key": "k", "ID": "call-1", "Code": code})
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperManagerProcess$", "-test.v")
-	cmd.Env = append(os.Environ(), "AGENTBOX_TEST_MANAGER="+string(args))
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
 	// The test must clean up the helper's container even if it fails.
 	m := managerFor(t, cfg, ns)
-	started := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if sc.Text() == "STARTED" {
-				close(started)
-			}
-		}
-	}()
-	select {
-	case <-started:
-	case <-time.After(90 * time.Second):
-		cmd.Process.Kill()
-		t.Fatal("the manager process never started the code")
-	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	cmd.Wait()
+	killManagerAt(t, cfg, ns, "k", "call-1", code, func(l string) bool { return l == "STARTED" }, 0)
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

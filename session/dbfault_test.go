@@ -30,6 +30,23 @@ func storedNames(t *testing.T, m *session.Manager, key string) map[string]bool {
 	return names
 }
 
+// dbConn opens a connection of its own to the database at path, as another
+// process would, to hold its write lock.
+func dbConn(t *testing.T, path string) *sql.Conn {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
 // TestDatabaseLockedIsNeverSilent: another process holds the database's
 // write lock, longer than the store waits for it, while an execution runs.
 // The result comes back saying that neither its history row nor its file
@@ -44,16 +61,7 @@ func TestDatabaseLockedIsNeverSilent(t *testing.T) {
 	m := managerFor(t, cfg, ns)
 	mustExec(t, m, "k", "x = 1")
 
-	db, err := sql.Open("sqlite", "file:"+cfg.ArtifactsDB)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	conn, err := db.Conn(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := dbConn(t, cfg.ArtifactsDB)
 	locked := make(chan struct{})
 	code := "import time\nprint('go', flush=True)\ntime.sleep(1)\nopen('/session/artifacts/report.csv', 'w').write('a,b\\n')"
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -168,16 +176,7 @@ func TestFailedStartLeavesNothing(t *testing.T) {
 	cfg := testConfig(t, nil)
 	ns := namespace()
 	m := managerFor(t, cfg, ns)
-	db, err := sql.Open("sqlite", "file:"+cfg.ArtifactsDB)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	conn, err := db.Conn(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := dbConn(t, cfg.ArtifactsDB)
 	if _, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE"); err != nil {
 		t.Fatal(err)
 	}
