@@ -3,11 +3,13 @@ package kernel_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/agentbox/agentbox/internal/docker"
 	"github.com/agentbox/agentbox/internal/dockertest"
 	"github.com/agentbox/agentbox/kernel"
 )
@@ -261,17 +263,25 @@ func TestOutOfMemoryIsNamed(t *testing.T) {
 	}
 }
 
+// TestOutputCap: the init caps each stream at the AGENTBOX_MAX_OUTPUT it
+// was started with (not at its own default, and not at whatever its hello
+// claims), keeping the head and the tail.
 func TestOutputCap(t *testing.T) {
-	id := dockertest.Sandbox(t, nil)
+	const limit = 5000
+	id := dockertest.Sandbox(t, func(spec *docker.ContainerSpec) {
+		spec.Env = append(spec.Env, "AGENTBOX_MAX_OUTPUT="+strconv.Itoa(limit))
+	})
 	c := dockertest.Dial(t, id)
+	if got := c.Hello().MaxOutput; got != limit {
+		t.Errorf("hello says max_output %d, the container was given %d", got, limit)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	res, err := c.Execute(ctx, kernel.ExecRequest{Code: "while True: print('x' * 10000)"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	limit := c.Hello().MaxOutput
-	if len(res.Stdout) > limit+200 {
+	if len(res.Stdout) < limit/2 || len(res.Stdout) > limit+200 {
 		t.Fatalf("stdout %d bytes, cap %d", len(res.Stdout), limit)
 	}
 	if res.Truncated["stdout"] == 0 || !strings.Contains(res.Stdout, "bytes of stdout cut here") {

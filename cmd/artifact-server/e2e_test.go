@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,7 +40,18 @@ func TestEndToEnd(t *testing.T) {
 	cfg.ArtifactServerAddr = "127.0.0.1:0"
 
 	srv := exec.Command(bin, "serve")
-	srv.Env = append(os.Environ(), "ARTIFACTS_DB="+cfg.ArtifactsDB, "BLOBSTORE_DIR="+cfg.BlobstoreDir,
+	// The server's configuration is the test's alone, whatever the shell
+	// exports (ARTIFACT_TOKEN_SECRET, say, would sign with another key).
+	configured := map[string]bool{}
+	for _, v := range config.Vars() {
+		configured[v.Name] = true
+	}
+	for _, kv := range os.Environ() {
+		if name, _, _ := strings.Cut(kv, "="); !configured[name] {
+			srv.Env = append(srv.Env, kv)
+		}
+	}
+	srv.Env = append(srv.Env, "ARTIFACTS_DB="+cfg.ArtifactsDB, "BLOBSTORE_DIR="+cfg.BlobstoreDir,
 		"SESSIONS_ROOT="+cfg.SessionsRoot, "ARTIFACT_SERVER_ADDR="+cfg.ArtifactServerAddr)
 	stdout, err := srv.StdoutPipe()
 	if err != nil {

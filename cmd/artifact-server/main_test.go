@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agentbox/agentbox/artifacts"
+	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/internal/store"
 )
 
@@ -39,9 +40,15 @@ func (s *syncBuffer) String() string {
 
 // testEnv writes an env file putting the database and the blobstore in a
 // temporary directory and listening on a free loopback port, plus extra
-// lines, and returns its path and the directory.
+// lines, and returns its path and the directory. The real environment wins
+// over an env file, so every variable the configuration reads is unset for
+// the test: a shell exporting ARTIFACTS_DB (or any other) changes nothing.
 func testEnv(t *testing.T, extra ...string) (envFile, dir string) {
 	t.Helper()
+	for _, v := range config.Vars() {
+		t.Setenv(v.Name, "") // restored when the test ends
+		os.Unsetenv(v.Name)
+	}
 	dir = t.TempDir()
 	lines := append([]string{
 		"ARTIFACTS_DB=" + filepath.Join(dir, "db", "agentbox.db"),
@@ -53,6 +60,15 @@ func testEnv(t *testing.T, extra ...string) (envFile, dir string) {
 		t.Fatal(err)
 	}
 	return envFile, dir
+}
+
+// failFast bounds a run that is expected to return by itself: one that
+// serves instead fails the test within seconds, not at the test binary's
+// timeout.
+func failFast(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
 }
 
 func TestUsage(t *testing.T) {
@@ -75,7 +91,7 @@ func TestUsage(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
-			if code := run(t.Context(), tt.args, &out, &errb); code != tt.want {
+			if code := run(failFast(t), tt.args, &out, &errb); code != tt.want {
 				t.Errorf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tt.want, &out, &errb)
 			}
 		})
@@ -91,7 +107,7 @@ func TestBadSecretFile(t *testing.T) {
 	}
 	os.Chmod(secret, 0o644)
 	var out, errb bytes.Buffer
-	code := run(t.Context(), []string{"-env-file", env}, &out, &errb)
+	code := run(failFast(t), []string{"-env-file", env}, &out, &errb)
 	if code != exitProblem || !strings.Contains(errb.String(), "group or others") {
 		t.Errorf("exit %d, stderr %q; want %d and the permission problem", code, errb.String(), exitProblem)
 	}
@@ -201,7 +217,7 @@ func TestServeAddressInUse(t *testing.T) {
 	defer ln.Close()
 	env, _ := testEnv(t, "ARTIFACT_SERVER_ADDR="+ln.Addr().String(), "ARTIFACT_TOKEN_SECRET="+strings.Repeat("k", 32))
 	var out, errb bytes.Buffer
-	code := run(t.Context(), []string{"-env-file", env}, &out, &errb)
+	code := run(failFast(t), []string{"-env-file", env}, &out, &errb)
 	if code != exitProblem || !strings.Contains(errb.String(), "address already in use") {
 		t.Errorf("exit %d, stderr %q; want %d and the listen error", code, &errb, exitProblem)
 	}

@@ -1,0 +1,94 @@
+package session_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/session"
+)
+
+// The sweep removes sessions unused for their idle timeout, and only those:
+// TestIdleSessionsAreSwept and TestEvictionIsReported show an idle one goes;
+// these show a used one stays, whichever manager sweeps.
+
+// sweepers returns the manager that uses the sessions, and a function that
+// starts the sweep to watch: the user's own (another false), or that of a
+// second manager on the same namespace, as another process is, while the
+// user's own sweep waits an hour (another true). Both sweep with an idle
+// timeout of idle. The second manager starts once the session exists: a
+// sweep that runs while another process creates a session is not what
+// these tests are about.
+func sweepers(t *testing.T, idle time.Duration, another bool) (user *session.Manager, sweep func()) {
+	t.Helper()
+	cfg := testConfig(t, func(c *config.Config) { c.IdleTimeout = idle })
+	ns := namespace()
+	fast := session.WithSweepInterval(100 * time.Millisecond)
+	if !another {
+		return managerFor(t, cfg, ns, fast), func() {}
+	}
+	return managerFor(t, cfg, ns, session.WithSweepInterval(time.Hour)), func() { managerFor(t, cfg, ns, fast) }
+}
+
+// TestSessionInUseStays: a session used more often than its idle timeout,
+// for several times that timeout, is never swept: idleness counts from its
+// last use, not from its creation.
+func TestSessionInUseStays(t *testing.T) {
+	t.Parallel()
+	for _, another := range []bool{false, true} {
+		t.Run("another process sweeps="+strconv.FormatBool(another), func(t *testing.T) {
+			t.Parallel()
+			m, sweep := sweepers(t, 2*time.Second, another)
+			mustExec(t, m, "k", "n = 0")
+			sweep()
+			id := containerOf(t, m, "k")
+			for i := 1; i <= 14; i++ { // 7 s, three and a half idle timeouts
+				time.Sleep(500 * time.Millisecond)
+				res := mustExec(t, m, "k", "n += 1\nn")
+				if res.StateLost || plain(res) != strconv.Itoa(i) {
+					t.Fatalf("use %d, %.1f s after creation: n = %s, StateLost %v (%s): the session in use was swept",
+						i, float64(i)/2, plain(res), res.StateLost, res.RestartReason)
+				}
+			}
+			if got := containerOf(t, m, "k"); got != id {
+				t.Fatalf("container %s replaced by %s", id, got)
+			}
+		})
+	}
+}
+
+// TestBusySessionIsNotSwept: an execution that runs several times longer
+// than the idle timeout is never cut short by the sweep, and its session
+// (state and container) stays.
+func TestBusySessionIsNotSwept(t *testing.T) {
+	t.Parallel()
+	for _, another := range []bool{false, true} {
+		t.Run("another process sweeps="+strconv.FormatBool(another), func(t *testing.T) {
+			t.Parallel()
+			if another {
+				// Found by this test: evictIfIdle knows only this process's
+				// executions in progress, not the open intents of another
+				// live manager. Enable once session/sweep.go consults them.
+				t.Skip("known bug: another manager's sweep removes a session busy in this one (session/sweep.go ignores open intents)")
+			}
+			m, sweep := sweepers(t, 2*time.Second, another)
+			mustExec(t, m, "k", "x = 41")
+			sweep()
+			id := containerOf(t, m, "k")
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			res, err := m.Exec(ctx, "k", "import time\ntime.sleep(8)\nx += 1\nx")
+			if err != nil {
+				t.Fatalf("an 8 s execution under a 2 s idle timeout: %v", err)
+			}
+			if res.Error != nil || res.StateLost || plain(res) != "42" {
+				t.Fatalf("an 8 s execution under a 2 s idle timeout: %q, error %+v, StateLost %v (%s)", plain(res), res.Error, res.StateLost, res.RestartReason)
+			}
+			if got := containerOf(t, m, "k"); got != id {
+				t.Fatalf("container %s replaced by %s", id, got)
+			}
+		})
+	}
+}
