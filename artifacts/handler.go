@@ -17,15 +17,16 @@ import (
 	"unicode"
 )
 
-// handlerIndex is what the handler needs from the artifact index (Index).
-type handlerIndex interface {
+// ArtifactGetter is what a Handler needs from an artifact index: *Index
+// has it, and so can an in-memory fake.
+type ArtifactGetter interface {
 	// Get returns the artifact with the id, or an error matching
 	// ErrNotFound.
 	Get(ctx context.Context, id string) (Artifact, error)
 }
 
-// handlerBlobs is what the handler needs from the blobstore (Blobstore).
-type handlerBlobs interface {
+// BlobOpener is what a Handler needs from a blobstore: *Blobstore has it.
+type BlobOpener interface {
 	// Open opens the blob with the hex SHA-256 for reading, or returns an
 	// error matching ErrBlobMissing.
 	Open(sha256 string) (io.ReadSeekCloser, error)
@@ -57,9 +58,10 @@ const blobRetryDelay = 50 * time.Millisecond
 // It expects to see paths from the root; mount it under a prefix with
 // http.StripPrefix. A Handler is safe for concurrent use.
 type Handler struct {
-	index  handlerIndex
-	blobs  handlerBlobs
+	index  ArtifactGetter
+	blobs  BlobOpener
 	signer *Signer
+	closer io.Closer // the database Open opened; nil from NewHandler
 	log    *slog.Logger
 	now    func() time.Time
 	mux    *http.ServeMux
@@ -96,8 +98,9 @@ func WithHandlerClock(now func() time.Time) HandlerOption {
 // NewHandler returns a Handler serving the artifacts of index from blobs
 // (an *Index and a *Blobstore, or fakes with their Get and Open methods) to
 // holders of tokens from signer. It panics if any of the three is nil, a
-// programming error like registering a nil http.Handler.
-func NewHandler(index handlerIndex, blobs handlerBlobs, signer *Signer, opts ...HandlerOption) *Handler {
+// programming error like registering a nil http.Handler. Open builds one
+// from a config.Config instead.
+func NewHandler(index ArtifactGetter, blobs BlobOpener, signer *Signer, opts ...HandlerOption) *Handler {
 	if index == nil || blobs == nil || signer == nil {
 		panic("artifacts: NewHandler needs an index, a blobstore and a signer")
 	}

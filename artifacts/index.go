@@ -12,8 +12,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/agentbox/agentbox/internal/store"
 )
 
 // Index is the table of artifacts in the agentbox database: one row per
@@ -32,10 +30,10 @@ type Index struct {
 	}
 }
 
-// NewIndex returns the Index kept in s, whose migrations create its table. It
-// does no I/O.
-func NewIndex(s *store.Store) *Index {
-	return &Index{db: s.DB()}
+// NewIndex returns the Index kept in db, whose migrations create its table.
+// It does no I/O.
+func NewIndex(db Database) *Index {
+	return &Index{db: db.DB()}
 }
 
 // timeFormat is the store's: RFC 3339 UTC with a fixed nine-digit fraction,

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/artifacts"
 )
 
 // Status is the state of a dataset a session selected.
@@ -49,10 +49,10 @@ type Statuses struct {
 	db *sql.DB
 }
 
-// NewStatuses returns the Statuses kept in s, whose migrations create its
-// table. It does no I/O.
-func NewStatuses(s *store.Store) *Statuses {
-	return &Statuses{db: s.DB()}
+// NewStatuses returns the Statuses kept in db (the agentbox database, whose
+// migrations create its table). It does no I/O.
+func NewStatuses(db artifacts.Database) *Statuses {
+	return &Statuses{db: db.DB()}
 }
 
 // Set records r, replacing the row of the same namespace, session and

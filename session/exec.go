@@ -17,8 +17,9 @@ import (
 	"github.com/agentbox/agentbox/kernel"
 )
 
-// ExecOption tunes one execution.
-type ExecOption func(*execOptions)
+// ExecOption tunes one execution: ExecID, Timeout or OnEvent. The zero
+// ExecOption changes nothing.
+type ExecOption struct{ apply func(*execOptions) }
 
 type execOptions struct {
 	id      string
@@ -30,16 +31,20 @@ type execOptions struct {
 // id that already ran returns the recorded result, flagged Replayed, instead
 // of running the code again; the same id with other code is an error
 // (kernel.ErrIDConflict).
-func ExecID(id string) ExecOption { return func(o *execOptions) { o.id = id } }
+func ExecID(id string) ExecOption { return ExecOption{func(o *execOptions) { o.id = id }} }
 
 // Timeout bounds the execution (default EXEC_TIMEOUT_S). The kernel enforces
 // it, so it holds even if this process dies; on expiry the code gets
 // KeyboardInterrupt and the result is flagged TimedOut.
-func Timeout(d time.Duration) ExecOption { return func(o *execOptions) { o.timeout = d } }
+func Timeout(d time.Duration) ExecOption {
+	return ExecOption{func(o *execOptions) { o.timeout = d }}
+}
 
 // OnEvent sees output and rich results as they stream, in order. It runs on
 // the connection's reader goroutine and must not block for long.
-func OnEvent(fn func(kernel.Event)) ExecOption { return func(o *execOptions) { o.onEvent = fn } }
+func OnEvent(fn func(kernel.Event)) ExecOption {
+	return ExecOption{func(o *execOptions) { o.onEvent = fn }}
+}
 
 // Exec runs code in the session of key, creating the session if needed.
 // When ctx ends, the code is interrupted and the result, flagged TimedOut or
@@ -52,7 +57,9 @@ func (m *Manager) Exec(ctx context.Context, key, code string, opts ...ExecOption
 	defer m.calls.Done()
 	o := execOptions{timeout: m.cfg.ExecTimeout}
 	for _, opt := range opts {
-		opt(&o)
+		if opt.apply != nil {
+			opt.apply(&o)
+		}
 	}
 	if err := checkKey(key); err != nil {
 		return nil, err

@@ -25,7 +25,6 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/agentbox/agentbox/artifacts"
 	"github.com/agentbox/agentbox/config"
 )
 
@@ -86,17 +85,4 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return gc(ctx, cfg, rest, stdout, stderr)
 	}
 	return serve(ctx, cfg, log, stdout, stderr)
-}
-
-// signer builds the token signer from cfg: the configured secret, or the
-// one kept next to the database.
-func signer(cfg config.Config) (*artifacts.Signer, error) {
-	secret := []byte(cfg.TokenSecret)
-	if len(secret) == 0 {
-		var err error
-		if secret, err = artifacts.LoadOrCreateSecret(artifacts.SecretPath(cfg.ArtifactsDB)); err != nil {
-			return nil, err
-		}
-	}
-	return artifacts.NewSigner(artifacts.Keys{Current: artifacts.Key{Secret: secret}}, cfg.TokenTTL)
 }

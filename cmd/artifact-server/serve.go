@@ -12,7 +12,6 @@ import (
 
 	"github.com/agentbox/agentbox/artifacts"
 	"github.com/agentbox/agentbox/config"
-	"github.com/agentbox/agentbox/internal/store"
 )
 
 // Server timeouts. There is no write timeout: a large artifact on a slow
@@ -32,19 +31,12 @@ const (
 
 // serve runs the download server until ctx is done.
 func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout, stderr io.Writer) int {
-	s, err := signer(cfg)
+	h, err := artifacts.Open(ctx, cfg, artifacts.WithHandlerLogger(log))
 	if err != nil {
 		fmt.Fprintf(stderr, "artifact-server: %v\n", err)
 		return exitProblem
 	}
-	db, err := store.Open(ctx, cfg.ArtifactsDB)
-	if err != nil {
-		fmt.Fprintf(stderr, "artifact-server: %v\n", err)
-		return exitProblem
-	}
-	defer db.Close()
-	h := artifacts.NewHandler(artifacts.NewIndex(db), artifacts.NewBlobstore(cfg.BlobstoreDir), s,
-		artifacts.WithHandlerLogger(log))
+	defer h.Close()
 
 	ln, err := net.Listen("tcp", cfg.ArtifactServerAddr)
 	if err != nil {
