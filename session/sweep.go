@@ -116,6 +116,9 @@ func (m *Manager) evictIfIdle(ctx context.Context, id string, c Container, row s
 	if now.Sub(last) <= timeout {
 		return
 	}
+	if m.runningElsewhere(ctx, id) {
+		return
+	}
 	if e != nil {
 		select {
 		case e.turn <- struct{}{}: // not in use: hold it while evicting
@@ -134,6 +137,23 @@ func (m *Manager) evictIfIdle(ctx context.Context, id string, c Container, row s
 		return
 	}
 	m.markStopped(ctx, id, fmt.Sprintf("%s: evicted after %s unused (its idle timeout)", stopIdle, now.Sub(last).Round(time.Second)))
+}
+
+// runningElsewhere reports whether another live manager is running an
+// execution in session id now (an open intent whose owner lives): the
+// session is busy, however long ago it was last used. Unsure is busy.
+func (m *Manager) runningElsewhere(ctx context.Context, id string) bool {
+	open, err := m.store.OpenIntents(ctx, m.ns, id)
+	if err != nil {
+		m.log.Warn("sweep: look for executions in progress", "session_id", id, "err", err)
+		return true
+	}
+	for _, in := range open {
+		if m.owner.otherAlive(in.Owner) {
+			return true
+		}
+	}
+	return false
 }
 
 // stopIdle begins the stop reason of an evicted session.

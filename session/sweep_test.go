@@ -67,12 +67,6 @@ func TestBusySessionIsNotSwept(t *testing.T) {
 	for _, another := range []bool{false, true} {
 		t.Run("another process sweeps="+strconv.FormatBool(another), func(t *testing.T) {
 			t.Parallel()
-			if another {
-				// Found by this test: evictIfIdle knows only this process's
-				// executions in progress, not the open intents of another
-				// live manager. Enable once session/sweep.go consults them.
-				t.Skip("known bug: another manager's sweep removes a session busy in this one (session/sweep.go ignores open intents)")
-			}
 			m, sweep := sweepers(t, 2*time.Second, another)
 			mustExec(t, m, "k", "x = 41")
 			sweep()
