@@ -3,7 +3,10 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/agentbox/agentbox/kernel"
@@ -26,11 +29,37 @@ type LogEntry struct {
 	Code           string            `json:"code"`
 	Stdout         string            `json:"stdout"`
 	Stderr         string            `json:"stderr"`
+	Results        []kernel.Output   `json:"results,omitempty"` // rich results; images over 64 KiB of base64 replaced by a note
 	Error          *kernel.Exception `json:"error"`
 	DurationMS     float64           `json:"duration_ms"`
 	Artifacts      []Artifact        `json:"artifacts"`
 	TimedOut       bool              `json:"timed_out,omitempty"`
 	StateLost      bool              `json:"state_lost,omitempty"`
+}
+
+// maxLogImage is the most base64 text of one image a session.log line
+// keeps, as the history database does; a larger image is replaced by a
+// note (ARTIFACT_FIGURES stores PNG figures whole, as artifacts).
+const maxLogImage = 64 << 10
+
+// logOutputs returns outputs with every image over maxLogImage replaced by
+// the note the history database uses; outputs itself is not changed.
+func logOutputs(outputs []kernel.Output) []kernel.Output {
+	out := make([]kernel.Output, len(outputs))
+	for i, o := range outputs {
+		out[i] = o
+		copied := false
+		for mime, v := range o.Data {
+			if len(v) <= maxLogImage || !strings.HasPrefix(mime, "image/") {
+				continue
+			}
+			if !copied { // the caller's map stays whole
+				out[i].Data, copied = maps.Clone(o.Data), true
+			}
+			out[i].Data[mime] = fmt.Sprintf("[%s: %d bytes, not kept in history]", mime, len(v))
+		}
+	}
+	return out
 }
 
 // Metadata is session_metadata.json.
@@ -57,6 +86,7 @@ func (m *Manager) writeFiles(ctx context.Context, e *entry, code string, started
 		Code:           code,
 		Stdout:         res.Stdout,
 		Stderr:         res.Stderr,
+		Results:        logOutputs(res.Outputs),
 		Error:          res.Error,
 		DurationMS:     float64(res.Duration.Microseconds()) / 1000,
 		Artifacts:      res.Artifacts,

@@ -325,12 +325,15 @@ func TestLiveSession(t *testing.T) {
 	if err != nil || res.Error != nil {
 		t.Fatalf("exec: %v %+v", err, res)
 	}
+	if res, err = m.Exec(ctx, "live key", "answer + 1000"); err != nil || res.Error != nil {
+		t.Fatalf("exec: %v %+v", err, res)
+	}
 
 	r := viewer(t, "live key")
 	if r.code != exitOK {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
 	}
-	for _, want := range []string{"session live key", "running", "answer = 42", "hello", "python state (live)", "answer"} {
+	for _, want := range []string{"session live key", "running", "answer = 42", "hello", "result:\n    1042\n", "python state (live)", "answer"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("missing %q in\n%s", want, r.stdout)
 		}
@@ -341,7 +344,8 @@ func TestLiveSession(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil {
 		t.Fatalf("not JSON: %v\n%s", err, r.stdout)
 	}
-	if v.Session.State != "running" || len(v.Executions) != 1 || v.StateSource != "live" {
+	if v.Session.State != "running" || len(v.Executions) != 2 || v.StateSource != "live" ||
+		len(v.Executions[1].Results) != 1 || v.Executions[1].Results[0].Data["text/plain"] != "1042" {
 		t.Errorf("json view: %+v", v)
 	}
 
@@ -352,7 +356,8 @@ func TestLiveSession(t *testing.T) {
 
 	// The BIND folder the manager wrote reads without database or engine.
 	r = viewer(t, "--dir", filepath.Join(dir, "sessions", session.ID("live key")))
-	if r.code != exitOK || !strings.Contains(r.stdout, "answer = 42") || !strings.Contains(r.stdout, "python state (python_state.json)") {
+	if r.code != exitOK || !strings.Contains(r.stdout, "answer = 42") || !strings.Contains(r.stdout, "result:\n    1042\n") ||
+		!strings.Contains(r.stdout, "python state (python_state.json)") {
 		t.Errorf("--dir: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }

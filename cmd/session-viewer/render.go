@@ -246,6 +246,9 @@ func (p *printer) exec(e execView) {
 	p.block("code", e.Code, "")
 	p.block("stdout", e.Stdout, "")
 	p.block("stderr", e.Stderr, red)
+	for _, r := range e.Results {
+		p.result(r)
+	}
 	if e.Error != nil {
 		p.printf("  %s %s\n", p.paint(red, "error:"), oneLineText(e.Error.Name+": "+e.Error.Value))
 		p.lines(strings.Join(e.Error.Traceback, "\n"), red)

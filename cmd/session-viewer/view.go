@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/agentbox/agentbox/artifacts"
@@ -66,6 +67,7 @@ type execView struct {
 	Code           string             `json:"code"`
 	Stdout         string             `json:"stdout"`
 	Stderr         string             `json:"stderr"`
+	Results        []resultView       `json:"results"` // rich results: trailing expression, displays, figures
 	Error          *kernel.Exception  `json:"error"`
 	TimedOut       bool               `json:"timed_out,omitempty"`
 	Interrupted    bool               `json:"interrupted,omitempty"`
@@ -175,9 +177,12 @@ func readDir(f *folder, o options) (*view, error) {
 	return v, nil
 }
 
+// fromLog is a session.log line as shown; figures keep the URLs the log
+// recorded (there is no secret to sign fresh ones with).
 func fromLog(e session.LogEntry) execView {
 	return execView{ID: e.ID, ExecutionCount: e.ExecutionCount, Started: e.Time, DurationMS: e.DurationMS,
 		Code: e.Code, Stdout: e.Stdout, Stderr: e.Stderr, Error: e.Error, TimedOut: e.TimedOut,
+		Results:   fromOutputs(e.Results, e.ExecutionCount, e.Artifacts, nil),
 		StateLost: e.StateLost, Artifacts: nonNil(e.Artifacts)}
 }
 
@@ -278,8 +283,12 @@ func viewKey(ctx context.Context, cfg config.Config, ns string, o options, out *
 		fmt.Fprintf(stderr, "session-viewer: %s\n", oneLine(err))
 		return exitSystem
 	}
+	var sign *urlSigner
+	if !o.noArtifacts {
+		sign = &urlSigner{cfg: cfg}
+	}
 	for _, e := range execs {
-		v.Executions = append(v.Executions, fromStore(e))
+		v.Executions = append(v.Executions, fromStore(e, sign))
 	}
 	v.Shown = len(v.Executions)
 
@@ -310,7 +319,10 @@ func viewKey(ctx context.Context, cfg config.Config, ns string, o options, out *
 	}
 	v.setDatasets(recs)
 	if !o.noArtifacts {
-		v.Artifacts = signedArtifacts(ctx, st, cfg, ns, rec.ID, v)
+		v.Artifacts = signedArtifacts(ctx, st, ns, rec.ID, sign, v)
+		if err := sign.err(); err != nil {
+			v.warn("artifact URLs: %s", oneLine(err))
+		}
 	}
 	if c := out.view(v, o); c != exitOK {
 		return c
@@ -322,12 +334,12 @@ func viewKey(ctx context.Context, cfg config.Config, ns string, o options, out *
 		} else if all, err := st.Executions(ctx, ns, rec.ID, 1); err == nil && len(all) > 0 {
 			last = all[0].Seq
 		}
-		return followStore(ctx, st, ns, rec.ID, last, o, out, stderr)
+		return followStore(ctx, st, ns, rec.ID, last, sign, o, out, stderr)
 	}
 	return code
 }
 
-func followStore(ctx context.Context, st *store.Store, ns, id string, last int64, o options, out *printer, stderr io.Writer) int {
+func followStore(ctx context.Context, st *store.Store, ns, id string, last int64, sign *urlSigner, o options, out *printer, stderr io.Writer) int {
 	t := time.NewTicker(pollInterval)
 	defer t.Stop()
 	for {
@@ -346,52 +358,83 @@ func followStore(ctx context.Context, st *store.Store, ns, id string, last int64
 		}
 		for _, e := range execs {
 			if e.Seq > last {
-				out.followed(fromStore(e), o)
+				out.followed(fromStore(e, sign), o)
 				last = e.Seq
 			}
 		}
 	}
 }
 
-func fromStore(e store.Execution) execView {
+// fromStore is a row of the history as shown; sign, when not nil, gives
+// the figures stored as artifacts fresh URLs (the history keeps none).
+func fromStore(e store.Execution, sign *urlSigner) execView {
 	var arts []session.Artifact
 	if len(e.Artifacts) > 0 {
 		_ = json.Unmarshal(e.Artifacts, &arts)
 	}
 	return execView{Seq: e.Seq, ID: e.ExecID, ExecutionCount: e.ExecutionCount, Started: e.Started,
 		DurationMS: float64(e.Duration.Microseconds()) / 1000, Code: e.Code, Stdout: e.Stdout, Stderr: e.Stderr,
-		Error: e.Error, TimedOut: e.TimedOut, Interrupted: e.Interrupted, StateLost: e.StateLost,
+		Results: fromOutputs(e.Outputs, e.ExecutionCount, arts, sign),
+		Error:   e.Error, TimedOut: e.TimedOut, Interrupted: e.Interrupted, StateLost: e.StateLost,
 		Replayed: e.Replayed, Artifacts: nonNil(arts)}
 }
 
-// signedArtifacts lists the session's artifacts with fresh download URLs.
-func signedArtifacts(ctx context.Context, st *store.Store, cfg config.Config, ns, id string, v *view) []artifactView {
+// urlSigner signs fresh download URLs, valid ARTIFACT_TOKEN_TTL_S, with the
+// secret the managers sign with: ARTIFACT_TOKEN_SECRET, else the one kept
+// beside the database, read when the first URL is signed.
+type urlSigner struct {
+	cfg    config.Config
+	once   sync.Once
+	signer *artifacts.Signer
+	fail   error
+}
+
+// sign returns a fresh URL for artifact id and when it expires; "" and nil
+// when it cannot be signed (err says why). A nil signer signs nothing.
+func (u *urlSigner) sign(id string) (string, *time.Time) {
+	if u == nil {
+		return "", nil
+	}
+	u.once.Do(func() {
+		secret := []byte(u.cfg.TokenSecret)
+		if len(secret) == 0 {
+			if secret, u.fail = artifacts.LoadOrCreateSecret(artifacts.SecretPath(u.cfg.ArtifactsDB)); u.fail != nil {
+				return
+			}
+		}
+		u.signer, u.fail = artifacts.NewSigner(artifacts.Keys{Current: artifacts.Key{Secret: secret}}, u.cfg.TokenTTL)
+	})
+	if u.signer == nil {
+		return "", nil
+	}
+	url, exp, err := u.signer.URL(u.cfg.ArtifactPublicURL, id, time.Now())
+	if err != nil {
+		return "", nil
+	}
+	return url, &exp
+}
+
+// err says why URLs could not be signed, once one was asked for.
+func (u *urlSigner) err() error {
+	if u == nil || u.signer != nil {
+		return nil
+	}
+	return u.fail
+}
+
+// signedArtifacts lists the session's artifacts, with fresh download URLs
+// when sign is not nil.
+func signedArtifacts(ctx context.Context, st *store.Store, ns, id string, sign *urlSigner, v *view) []artifactView {
 	list, err := artifacts.NewIndex(st).BySession(ctx, ns, id)
 	if err != nil {
 		v.warn("artifacts: %s", oneLine(err))
 		return nil
 	}
-	if len(list) == 0 {
-		return nil
-	}
-	var signer *artifacts.Signer
-	secret, err := artifacts.LoadOrCreateSecret(artifacts.SecretPath(cfg.ArtifactsDB))
-	if err == nil {
-		signer, err = artifacts.NewSigner(artifacts.Keys{Current: artifacts.Key{Secret: secret}}, cfg.TokenTTL)
-	}
-	if err != nil {
-		v.warn("artifact URLs: %s", oneLine(err))
-	}
-	now := time.Now()
 	out := make([]artifactView, 0, len(list))
 	for _, a := range list {
 		created := a.Created
 		av := artifactView{ID: a.ID, Name: a.Name, Size: a.Size, MIME: a.MIME, SHA256: a.SHA256, Created: &created}
-		if signer != nil {
-			if u, exp, err := signer.URL(cfg.ArtifactPublicURL, a.ID, now); err == nil {
-				av.URL, av.Expires = u, &exp
-			}
-		}
+		av.URL, av.Expires = sign.sign(a.ID)
 		out = append(out, av)
 	}
 	return out
