@@ -58,7 +58,9 @@ func remoteError(code, msg string) error {
 	case "unknown_execution":
 		return fmt.Errorf("%w: %s", ErrUnknownExecution, msg)
 	case "id_conflict":
-		return fmt.Errorf("%w: %s", ErrIDConflict, msg)
+		// The init's message says what ErrIDConflict says, and the
+		// ExecError around it names the id: it would only repeat them.
+		return ErrIDConflict
 	case "frame_too_large":
 		return fmt.Errorf("%w: %s", ErrFrameTooLarge, msg)
 	case "kernel_died":

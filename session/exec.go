@@ -241,7 +241,7 @@ func (m *Manager) replay(ctx context.Context, key, id, code string) (*Result, er
 		return nil, &Error{Op: "exec", Key: key, Err: err}
 	}
 	if len(code) <= m.store.MaxCode && rec.Code != code {
-		return nil, &Error{Op: "exec", Key: key, Err: fmt.Errorf("%w: %s", kernel.ErrIDConflict, id)}
+		return nil, &Error{Op: "exec", Key: key, Err: &kernel.ExecError{ID: id, Err: kernel.ErrIDConflict}}
 	}
 	return m.fromHistory(key, rec), nil
 }

@@ -44,7 +44,7 @@ func (m *Manager) known(ctx context.Context, op, key, id, code, sum string) (*Re
 	}
 	switch {
 	case sum != "" && in.CodeSHA256 != sum:
-		return nil, &Error{Op: op, Key: key, Err: fmt.Errorf("%w: %s", kernel.ErrIDConflict, id)}
+		return nil, &Error{Op: op, Key: key, Err: &kernel.ExecError{ID: id, Err: kernel.ErrIDConflict}}
 	case in.Recorded: // recorded between the two reads
 		rec, err := m.store.Execution(ctx, m.ns, ID(key), id)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"os/signal"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,27 +27,41 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	id := fs.String("id", "", "")
 	asJSON := fs.Bool("json", false, "")
 	raw := fs.Bool("raw", false, "")
+	quiet := fs.Bool("quiet", false, "")
 	var timeout durationFlag
 	fs.Var(&timeout, "timeout", "")
 	if status, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return status
 	}
+	// With --json, stdout holds exactly one JSON object whatever happens:
+	// the result, or what kept the code from running (the message also
+	// printed on stderr).
+	var said strings.Builder
+	failed := func(status int) int {
+		if *asJSON {
+			writeFailureJSON(stdout, *key, *id, status, said.String())
+		}
+		return status
+	}
+	if *asJSON {
+		stderr = io.MultiWriter(stderr, &said)
+	}
 	if fs.NArg() > 1 {
 		fmt.Fprintf(stderr, "agentbox: exec: want one CODE argument, got %d (quote the code, or pass - to read it from standard input)\n", fs.NArg())
-		return exitUsage
+		return failed(exitUsage)
 	}
 	code := fs.Arg(0)
 	if fs.NArg() == 0 || code == "-" {
 		b, err := readAll(stdin)
 		if err != nil {
 			fmt.Fprintf(stderr, "agentbox: exec: read standard input: %s\n", oneLine(err))
-			return exitUsage
+			return failed(exitUsage)
 		}
 		code = string(b)
 	}
 	if strings.TrimSpace(code) == "" {
 		fmt.Fprintln(stderr, "agentbox: exec: no code to run (pass it as an argument, or on standard input with -)")
-		return exitUsage
+		return failed(exitUsage)
 	}
 
 	// Ctrl-C ends ctx: while the code runs, that interrupts it
@@ -56,7 +71,7 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	defer stop()
 	m, status := openManager(ctx, stderr)
 	if m == nil {
-		return status
+		return failed(status)
 	}
 	defer closeManager(ctx, m, stderr)
 
@@ -70,17 +85,18 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	var p *printer
 	if !*asJSON {
 		p = newPrinter(stdout, stderr, *raw)
+		p.quiet = *quiet
 		opts = append(opts, session.OnEvent(p.event))
 	}
 	res, err := m.Exec(ctx, *key, code, opts...)
 	if err != nil {
-		return failure(ctx, stderr, err)
+		return failed(failure(ctx, stderr, err))
 	}
 	if *asJSON {
 		b, err := json.Marshal(res)
 		if err != nil {
 			fmt.Fprintf(stderr, "agentbox: exec: encode result: %s\n", oneLine(err))
-			return exitSandbox
+			return failed(exitSandbox)
 		}
 		fmt.Fprintf(stdout, "%s\n", termsafe.JSON(b))
 	} else {
@@ -97,6 +113,37 @@ func resultStatus(res *session.Result) int {
 		return exitFailed
 	}
 	return exitOK
+}
+
+// writeFailureJSON prints, for --json, the one JSON object of an execution
+// that did not run: {"session": ..., "id": ... (when given), "error":
+// {"kind": ..., "message": ...}}. kind is "usage" (exit 2), "sandbox" (3)
+// or "interrupted" (130); message is what stderr said. A result's error
+// (a Python exception) has a name instead of a kind.
+func writeFailureJSON(w io.Writer, key, id string, status int, said string) {
+	kind := map[int]string{exitUsage: "usage", exitSandbox: "sandbox", exitInterrupted: "interrupted"}[status]
+	if kind == "" {
+		kind = "failed"
+	}
+	var msgs []string
+	for line := range strings.SplitSeq(said, "\n") {
+		if line = strings.TrimPrefix(line, "agentbox: "); line != "" {
+			msgs = append(msgs, line)
+		}
+	}
+	type failure struct {
+		Kind    string `json:"kind"`
+		Message string `json:"message"`
+	}
+	b, err := json.Marshal(struct {
+		Session string  `json:"session"`
+		ID      string  `json:"id,omitempty"`
+		Error   failure `json:"error"`
+	}{key, id, failure{kind, strings.Join(msgs, "; ")}})
+	if err != nil { // strings only: cannot happen
+		return
+	}
+	fmt.Fprintf(w, "%s\n", termsafe.JSON(b))
 }
 
 func readAll(r io.Reader) ([]byte, error) {
@@ -141,9 +188,15 @@ type printer struct {
 	out, errOut    io.Writer // the code's stdout and stderr: stdout and stderr, escaped unless raw
 	escapers       []*termsafe.Writer
 
+	quiet bool // --quiet: no artifact lines
+
 	mu       sync.Mutex // events arrive on the kernel connection's goroutine
 	streamed map[string]bool
-	displays int // rich results printed from events
+	displays int // rich results seen in events
+	// held is the execute_result not printed yet: a returned matplotlib
+	// figure is also sent as the PNG display that follows it, and printed
+	// once, as that.
+	held map[string]string
 }
 
 func newPrinter(stdout, stderr io.Writer, raw bool) *printer {
@@ -160,6 +213,7 @@ func (p *printer) event(ev kernel.Event) {
 	defer p.mu.Unlock()
 	switch ev.Type {
 	case kernel.EventStream:
+		p.release()
 		w := p.out
 		if ev.Name == "stderr" {
 			w = p.errOut
@@ -167,9 +221,43 @@ func (p *printer) event(ev kernel.Event) {
 		io.WriteString(w, ev.Text)
 		p.streamed[ev.Name] = true
 	case kernel.EventDisplay:
-		writeDisplay(p.out, ev.Kind, ev.Data)
+		p.display(ev.Kind, ev.Data)
 		p.displays++
 	}
+}
+
+// display prints a rich result, holding back an execute_result until the
+// next output shows whether it is a figure's.
+func (p *printer) display(kind string, data map[string]string) {
+	if p.held != nil {
+		if _, png := data["image/png"]; png && isFigureRepr(p.held) {
+			p.held = nil // the figure prints once, as its PNG display
+		}
+		p.release()
+	}
+	if kind == "execute_result" {
+		p.held = data
+		return
+	}
+	writeDisplay(p.out, kind, data)
+}
+
+// release prints the held execute_result, if any.
+func (p *printer) release() {
+	if p.held != nil {
+		writeDisplay(p.out, "execute_result", p.held)
+		p.held = nil
+	}
+}
+
+// figureRE matches the repr of a matplotlib figure, such as
+// "<Figure size 640x480 with 1 Axes>".
+var figureRE = regexp.MustCompile(`^<(?:[\w.]+\.)?\w*Figure size [0-9.]+x[0-9.]+ with [0-9]+ Axes>$`)
+
+// isFigureRepr reports whether a result is only a figure's repr.
+func isFigureRepr(data map[string]string) bool {
+	_, png := data["image/png"]
+	return !png && figureRE.MatchString(data["text/plain"])
 }
 
 func (p *printer) finish(res *session.Result) {
@@ -182,10 +270,11 @@ func (p *printer) finish(res *session.Result) {
 		io.WriteString(p.errOut, res.Stderr)
 	}
 	// Rich results come in the same order as their events, so the ones
-	// not printed yet are the tail.
+	// not seen yet are the tail.
 	for i := p.displays; i < len(res.Outputs); i++ {
-		writeDisplay(p.out, res.Outputs[i].Kind, res.Outputs[i].Data)
+		p.display(res.Outputs[i].Kind, res.Outputs[i].Data)
 	}
+	p.release()
 	// A carriage return the output ended with is only known now not to
 	// start a line end.
 	for _, e := range p.escapers {
@@ -196,7 +285,7 @@ func (p *printer) finish(res *session.Result) {
 	if res.Error != nil {
 		writeException(p.stderr, res.Error)
 	}
-	writeNotes(p.stderr, res)
+	writeNotes(p.stderr, res, p.quiet)
 }
 
 // writeDisplay prints the text/plain form of a rich result, as a notebook
@@ -233,9 +322,14 @@ func writeException(w io.Writer, e *kernel.Exception) {
 	fmt.Fprintf(w, "%s: %s\n", termsafe.Line(e.Name), termsafe.String(e.Value))
 }
 
+// listedArtifacts is how many artifacts exec lists, one line (and a long
+// URL) each, before it only counts the rest.
+const listedArtifacts = 5
+
 // writeNotes says on stderr what the result's flags mean, since a person
-// reading the output cannot see them otherwise.
-func writeNotes(w io.Writer, res *session.Result) {
+// reading the output cannot see them otherwise. quiet leaves out the
+// artifacts.
+func writeNotes(w io.Writer, res *session.Result, quiet bool) {
 	if res.Replayed {
 		fmt.Fprintf(w, "agentbox: replayed: execution %s already ran; this is its recorded result (the code did not run again)\n", termsafe.Line(res.ID))
 	}
@@ -261,7 +355,18 @@ func writeNotes(w io.Writer, res *session.Result) {
 	for _, name := range slices.Sorted(maps.Keys(res.Truncated)) {
 		fmt.Fprintf(w, "agentbox: %s truncated: %s cut from the middle\n", termsafe.Line(name), humanBytes(res.Truncated[name]))
 	}
-	for _, a := range res.Artifacts {
+	for i, a := range res.Artifacts {
+		if quiet {
+			break
+		}
+		if i == listedArtifacts && len(res.Artifacts) > listedArtifacts+1 {
+			var size int64
+			for _, rest := range res.Artifacts[i:] {
+				size += rest.Size
+			}
+			fmt.Fprintf(w, "agentbox: %d more artifacts (%s; exec --json lists them with their URLs)\n", len(res.Artifacts)-i, humanBytes(size))
+			break
+		}
 		fmt.Fprintf(w, "agentbox: artifact %s (%s): %s\n", termsafe.Line(a.Name), humanBytes(a.Size), termsafe.Line(a.URL))
 	}
 	for _, s := range res.SkippedArtifacts {

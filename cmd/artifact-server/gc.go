@@ -21,7 +21,7 @@ func gc(ctx context.Context, cfg config.Config, args []string, stdout, stderr io
 	fs := flag.NewFlagSet("artifact-server gc", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	olderThan := fs.Duration("older-than", 0,
-		"first forget artifacts created longer ago than this, such as 720h (default: keep every artifact)")
+		"first forget artifacts created longer ago than this, such as 720h; 0s forgets every artifact (default: keep them all)")
 	grace := fs.Duration("grace", artifacts.DefaultGrace,
 		"spare blobs written more recently than this, which an ingestion may be about to index")
 	fs.Usage = func() {
@@ -51,13 +51,20 @@ func gc(ctx context.Context, cfg config.Config, args []string, stdout, stderr io
 	}
 	defer db.Close()
 	index := artifacts.NewIndex(db)
-	if *olderThan > 0 {
-		n, err := index.Prune(ctx, time.Now().Add(-*olderThan))
+	// Given at all, even as 0s (everything created before now), the age
+	// prunes; only leaving the flag out keeps every artifact.
+	prune := false
+	fs.Visit(func(f *flag.Flag) { prune = prune || f.Name == "older-than" })
+	if prune {
+		before := time.Now().Add(-*olderThan)
+		n, err := index.Prune(ctx, before)
 		if err != nil {
 			fmt.Fprintf(stderr, "artifact-server: gc: %v\n", err)
 			return exitProblem
 		}
-		fmt.Fprintf(stdout, "forgot %d artifacts created before %s\n", n, time.Now().Add(-*olderThan).Format(time.RFC3339))
+		fmt.Fprintf(stdout, "forgot %d artifacts created before %s\n", n, before.Format(time.RFC3339))
+	} else {
+		fmt.Fprintln(stdout, "kept every artifact (-older-than forgets old ones)")
 	}
 	blobs := artifacts.NewBlobstore(cfg.BlobstoreDir)
 	blobs.Grace = *grace
