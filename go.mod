@@ -7,7 +7,13 @@ require (
 	github.com/docker/docker v28.5.2+incompatible
 	github.com/golang-jwt/jwt/v5 v5.3.1
 	github.com/joho/godotenv v1.5.1
+	github.com/peterh/liner v1.2.3
 	modernc.org/sqlite v1.61.1
+)
+
+require (
+	github.com/clipperhouse/uax29/v2 v2.7.0 // indirect
+	github.com/mattn/go-runewidth v0.0.31 // indirect
 )
 
 require (

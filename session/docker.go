@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/agentbox/agentbox/internal/docker"
 	sandboximage "github.com/agentbox/agentbox/sandbox-image"
@@ -225,6 +226,36 @@ func (d dockerDriver) WriteFile(ctx context.Context, id, user, path string, r io
 		return fmt.Errorf("write %s in container %s: %s", path, shortID(id), strings.TrimSpace(msg))
 	}
 	return nil
+}
+
+// RunCommand runs cmd in a container as user, stdin its standard input,
+// and returns the first maxOut bytes of its standard output; when it wrote
+// nothing there, what it wrote to standard error is the error. The stream
+// is closed when ctx ends, so a process that hangs holds nobody.
+func (d dockerDriver) RunCommand(ctx context.Context, id, user string, cmd []string, stdin io.Reader, maxOut int) ([]byte, error) {
+	s, err := d.cli.Exec(ctx, id, user, cmd)
+	if err != nil {
+		return nil, classify(err)
+	}
+	var once sync.Once
+	closeStream := func() { once.Do(func() { s.Close() }) }
+	defer closeStream()
+	stop := context.AfterFunc(ctx, closeStream)
+	defer stop()
+	go func() {
+		io.Copy(s, stdin)
+		s.CloseWrite()
+	}()
+	out, err := io.ReadAll(io.LimitReader(s, int64(maxOut)))
+	switch {
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("run %s in container %s: %w", cmd[0], shortID(id), context.Cause(ctx))
+	case err != nil:
+		return nil, fmt.Errorf("run %s in container %s: %w", cmd[0], shortID(id), err)
+	case len(out) == 0 && strings.TrimSpace(s.Stderr()) != "":
+		return nil, fmt.Errorf("run %s in container %s: %s", cmd[0], shortID(id), strings.TrimSpace(s.Stderr()))
+	}
+	return out, nil
 }
 
 // RemoveFile deletes one file in a container, as user (the sandbox's).

@@ -102,7 +102,10 @@ commands:
                             (by default they are shown escaped, such as \x1b for ESC, so
                             that the sandbox cannot act on your terminal)
   repl [--session KEY]      interactive prompt; Ctrl-C interrupts the running code
-                            (state is kept) or clears the input, Ctrl-D exits
+                            (state is kept) or clears the input, Ctrl-D exits; at a
+                            terminal, line editing and history (arrows, Ctrl-R), kept
+                            in ~/.agentbox_history (AGENTBOX_HISTORY: another file,
+                            or empty for none); Python decides when input is complete
   ls [--json]               list the sessions: key, id, container, state, age, idle, memory
   stop KEY | --all          stop one session, or every session, removing its container
   help                      show this help

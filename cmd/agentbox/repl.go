@@ -50,9 +50,14 @@ func runRepl(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	fmt.Fprintf(stderr, "agentbox: session %q (container %s); Ctrl-C interrupts, Ctrl-D exits\n", *key, termsafe.Line(shortContainer(info.ContainerID)))
 
+	r := &repl{m: m, key: *key, stdout: stdout, stderr: stderr, sigs: sigs}
+	if f, ok := stdin.(*os.File); ok && f == os.Stdin && isTerminal(os.Stdin) && isTerminal(os.Stdout) {
+		// A person at a terminal: line editing and history.
+		return r.loopTerminal(ctx)
+	}
 	done := make(chan struct{})
 	defer close(done)
-	r := &repl{m: m, key: *key, stdout: stdout, stderr: stderr, sigs: sigs, lines: readLines(stdin, done)}
+	r.lines = readLines(stdin, done)
 	return r.loop(ctx)
 }
 
@@ -62,11 +67,12 @@ type repl struct {
 	key            string
 	stdout, stderr io.Writer
 	sigs           <-chan os.Signal
-	lines          <-chan string // closed at the end of the input
+	lines          <-chan string // closed at the end of the input (not at a terminal)
 }
 
-// loop reads statements and runs them until the input ends. Prompts go to
-// stderr, as Python's do, so that stdout carries only what the code printed.
+// loop reads statements and runs them until the input ends, when the input
+// is not a terminal (a pipe, a file). Prompts go to stderr, as Python's do
+// without a terminal, so that stdout carries only what the code printed.
 func (r *repl) loop(ctx context.Context) int {
 	var buf []string
 	for {
@@ -92,18 +98,42 @@ func (r *repl) loop(ctx context.Context) int {
 				fmt.Fprintln(r.stderr)
 				return exitOK
 			}
-			if len(buf) == 0 && strings.TrimSpace(line) == "" {
-				continue
-			}
-			buf = append(buf, line)
-			src := strings.Join(buf, "\n")
-			if needsMore(src) {
-				continue
-			}
-			buf = nil
-			r.execute(ctx, src)
+			buf = r.add(ctx, buf, line)
 		}
 	}
+}
+
+// add takes one more line typed after those in buf: it runs the statement
+// the line completes and returns nil, or returns the lines kept for the
+// next. Whether the input is complete is Python's own decision, asked of
+// the session (Manager.IsComplete): "def f():" waits for its body, "def
+// f(:" runs at once and the kernel reports the SyntaxError. A Ctrl-C
+// during the check drops the input, as at the prompt.
+func (r *repl) add(ctx context.Context, buf []string, line string) []string {
+	if len(buf) == 0 && strings.TrimSpace(line) == "" {
+		return nil
+	}
+	buf = append(buf, line)
+	src := strings.Join(buf, "\n")
+	c, err := r.m.IsComplete(ctx, r.key, src)
+	if ctx.Err() != nil {
+		return nil // the loop ends
+	}
+	if err != nil {
+		// The kernel will say what is wrong with the input, if anything.
+		fmt.Fprintf(r.stderr, "agentbox: cannot ask the session whether the input is complete (%s); running it\n", oneLine(err))
+	}
+	select {
+	case <-r.sigs:
+		fmt.Fprintln(r.stderr, "\nKeyboardInterrupt")
+		return nil
+	default:
+	}
+	if err == nil && c == session.Incomplete {
+		return buf
+	}
+	r.execute(ctx, src)
+	return nil
 }
 
 // execute runs one statement; Ctrl-C meanwhile cancels its context, which

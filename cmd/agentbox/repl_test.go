@@ -17,6 +17,8 @@ func TestRepl(t *testing.T) {
 		{"error does not end it", "1/0\nprint('next')\n", []string{"next\n"}, []string{"ZeroDivisionError"}},
 		{"pending input runs at EOF", "for i in range(2):\n    print(i)", []string{"0\n1\n"}, nil},
 		{"string with blank line", "s = '''a\n\nb'''\nprint(s)\n", []string{"a\n\nb\n"}, nil},
+		{"invalid input runs at once", "def f(:\nprint('after')\n", []string{"after\n"}, []string{"SyntaxError"}},
+		{"pasted statements run as one cell", "for i in range(2):\n    print(i)\nprint('end')\n", []string{"0\n1\nend\n"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
