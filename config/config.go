@@ -205,6 +205,13 @@ type Config struct {
 	// DatasetMaxMB caps the size of one fetched dataset, in MiB.
 	// DATASET_MAX_MB, default 1024, at least 1.
 	DatasetMaxMB int
+	// DatasetCacheScope says which sessions share a dataset fetched once:
+	// CacheShared (every session of every namespace), CacheNamespace (the
+	// sessions of one namespace) or CacheSession (one session key: the
+	// fetcher is asked for, and can authorize, every key).
+	// DATASET_CACHE_SCOPE, default shared (also when empty in code); any
+	// letter case is accepted.
+	DatasetCacheScope string
 	// ExportDir is the host directory exports are copied to.
 	// EXPORT_DIR, default ./exports; absolute after loading.
 	ExportDir string
@@ -214,6 +221,13 @@ type Config struct {
 	// ARTIFACT_FIGURES, default true.
 	ArtifactFigures bool
 }
+
+// Values of Config.DatasetCacheScope (datasets.Scope has the same names).
+const (
+	CacheShared    = "shared"
+	CacheNamespace = "namespace"
+	CacheSession   = "session"
+)
 
 // Values of Config.Seccomp other than a profile file's path.
 const (
@@ -286,6 +300,7 @@ func Default() Config {
 		ArtifactFigures:      true,
 		DatasetsAPITimeout:   300 * time.Second,
 		DatasetMaxMB:         1024,
+		DatasetCacheScope:    CacheShared,
 		ExportDir:            "./exports",
 	}
 }
@@ -482,22 +497,23 @@ func (s spec) varError(value, want string) *VarError {
 }
 
 const (
-	wantBool     = "true or false"
-	wantStorage  = "TMPFS or BIND"
-	wantAccess   = "NONE, LOCAL_RO, API or HYBRID"
-	wantCPUs     = "a number > 0 and ≤ 64"
-	wantImage    = `an image reference such as "agentbox-sandbox:latest" (lowercase repository, no spaces)`
-	wantNetwork  = "none, bridge, host or a network name matching " + namePattern
-	wantRuntime  = "an OCI runtime name such as runsc, matching " + namePattern
-	wantUser     = "a uid, uid:gid or user name"
-	wantNonRoot  = "a non-root user, or SANDBOX_ALLOW_ROOT=true to run as root"
-	wantSeccomp  = "default, engine, unconfined (with SANDBOX_ALLOW_UNCONFINED=true) or the absolute path of a JSON seccomp profile"
-	wantConfined = "default, engine or a profile file; unconfined (no seccomp filter at all) needs SANDBOX_ALLOW_UNCONFINED=true"
-	wantEnvList  = "comma-separated variable names matching " + envNamePattern
-	wantAddr     = `host:port with a port from 0 to 65535, such as ":8000"`
-	wantURL      = "an absolute http or https URL with a host and no query, fragment or user info"
-	wantTemplate = "an http or https URL containing {id}, such as https://data.example/datasets/{id}"
-	wantSecret   = "at least 32 characters"
+	wantBool       = "true or false"
+	wantStorage    = "TMPFS or BIND"
+	wantAccess     = "NONE, LOCAL_RO, API or HYBRID"
+	wantCacheScope = "shared, namespace or session"
+	wantCPUs       = "a number > 0 and ≤ 64"
+	wantImage      = `an image reference such as "agentbox-sandbox:latest" (lowercase repository, no spaces)`
+	wantNetwork    = "none, bridge, host or a network name matching " + namePattern
+	wantRuntime    = "an OCI runtime name such as runsc, matching " + namePattern
+	wantUser       = "a uid, uid:gid or user name"
+	wantNonRoot    = "a non-root user, or SANDBOX_ALLOW_ROOT=true to run as root"
+	wantSeccomp    = "default, engine, unconfined (with SANDBOX_ALLOW_UNCONFINED=true) or the absolute path of a JSON seccomp profile"
+	wantConfined   = "default, engine or a profile file; unconfined (no seccomp filter at all) needs SANDBOX_ALLOW_UNCONFINED=true"
+	wantEnvList    = "comma-separated variable names matching " + envNamePattern
+	wantAddr       = `host:port with a port from 0 to 65535, such as ":8000"`
+	wantURL        = "an absolute http or https URL with a host and no query, fragment or user info"
+	wantTemplate   = "an http or https URL containing {id}, such as https://data.example/datasets/{id}"
+	wantSecret     = "at least 32 characters"
 
 	namePattern    = `^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`
 	envNamePattern = `^[A-Za-z_][A-Za-z0-9_]*$`
@@ -806,6 +822,26 @@ func specs() []spec {
 			300, 1, maxSeconds, "", func(c *Config) *time.Duration { return &c.DatasetsAPITimeout }),
 		intSpec("DATASET_MAX_MB", "largest dataset fetched, in MiB", 1024, 1, 1<<20,
 			func(c *Config) *int { return &c.DatasetMaxMB }),
+		{
+			name: "DATASET_CACHE_SCOPE", def: CacheShared, want: wantCacheScope,
+			help: "which sessions share a dataset fetched once: shared (all), namespace, or session (the fetcher sees, and can authorize, every key)",
+			set: func(c *Config, v string) bool {
+				v = strings.ToLower(v)
+				if v != CacheShared && v != CacheNamespace && v != CacheSession {
+					return false
+				}
+				c.DatasetCacheScope = v
+				return true
+			},
+			get: func(c Config) string { return c.DatasetCacheScope },
+			check: func(c Config) string {
+				switch c.DatasetCacheScope {
+				case "", CacheShared, CacheNamespace, CacheSession: // "": a Config made before the field
+					return ""
+				}
+				return wantCacheScope
+			},
+		},
 		pathSpec("EXPORT_DIR", "./exports", "host directory files exported from sessions are copied to",
 			func(c *Config) *string { return &c.ExportDir }),
 	}

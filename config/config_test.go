@@ -122,6 +122,7 @@ func TestDefaults(t *testing.T) {
 		{"DATASETS_API_TOKEN", c.DatasetsAPIToken, ""},
 		{"DATASETS_API_TIMEOUT_S", c.DatasetsAPITimeout, 300 * time.Second},
 		{"DATASET_MAX_MB", c.DatasetMaxMB, 1024},
+		{"DATASET_CACHE_SCOPE", c.DatasetCacheScope, config.CacheShared},
 		{"EXPORT_DIR", filepath.Base(c.ExportDir), "exports"},
 	}
 	var names []string
@@ -174,6 +175,10 @@ func TestGoodValues(t *testing.T) {
 	}{
 		{"storage bind", map[string]string{"SESSION_STORAGE": "BIND"},
 			func(c config.Config) any { return c.SessionStorage }, config.StorageBind},
+		{"dataset cache per session", map[string]string{"DATASET_CACHE_SCOPE": " Session "},
+			func(c config.Config) any { return c.DatasetCacheScope }, config.CacheSession},
+		{"dataset cache per namespace", map[string]string{"DATASET_CACHE_SCOPE": "namespace"},
+			func(c config.Config) any { return c.DatasetCacheScope }, config.CacheNamespace},
 		{"storage lower case", map[string]string{"SESSION_STORAGE": "bind"},
 			func(c config.Config) any { return c.SessionStorage }, config.StorageBind},
 		{"storage mixed case and spaces", map[string]string{"SESSION_STORAGE": "  TmpFs \t"},
@@ -355,6 +360,7 @@ func TestBadValues(t *testing.T) {
 		{"DATASETS_API_URL", "https://data.example/x", `DATASETS_API_URL="https://data.example/x": want an http or https URL containing {id}, such as https://data.example/datasets/{id}`},
 		{"DATASETS_API_URL", "ftp://h/{id}", `DATASETS_API_URL="ftp://h/{id}": want an http or https URL containing {id}, such as https://data.example/datasets/{id}`},
 		{"DATASET_MAX_MB", "0", `DATASET_MAX_MB="0": want an integer from 1 to 1048576`},
+		{"DATASET_CACHE_SCOPE", "user", `DATASET_CACHE_SCOPE="user": want shared, namespace or session`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name+"="+tt.value, func(t *testing.T) {

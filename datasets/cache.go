@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,17 +18,58 @@ import (
 // DefaultMaxBytes is the size cap Cache.Get applies when given none: 1 GiB.
 const DefaultMaxBytes int64 = 1 << 30
 
+// Scope says which selections share a dataset fetched once: the cache
+// serves a dataset to a Request of its scope without asking the Fetcher.
+type Scope string
+
+const (
+	// ScopeShared shares a dataset fetched for any session with every
+	// session of every namespace: fewest fetches, but the Fetcher sees only
+	// the first asker, so it cannot authorize per namespace or key. The
+	// default.
+	ScopeShared Scope = "shared"
+	// ScopeNamespace shares a dataset among the sessions of one namespace:
+	// the Fetcher is asked once per namespace (a tenant, say).
+	ScopeNamespace Scope = "namespace"
+	// ScopeSession keeps a dataset to one session key of one namespace: the
+	// Fetcher is asked for every key that selects it, so it can authorize
+	// each user. Identical content is still stored once.
+	ScopeSession Scope = "session"
+)
+
+// ParseScope returns the Scope named s (any letter case); "" is ScopeShared.
+func ParseScope(s string) (Scope, error) {
+	switch sc := Scope(strings.ToLower(strings.TrimSpace(s))); sc {
+	case "":
+		return ScopeShared, nil
+	case ScopeShared, ScopeNamespace, ScopeSession:
+		return sc, nil
+	}
+	return "", fmt.Errorf("dataset cache scope %q: want shared, namespace or session", s)
+}
+
+// CacheOption configures a Cache.
+type CacheOption func(*Cache)
+
+// WithScope sets which Gets share a fetched dataset (default ScopeShared).
+// A scope ParseScope does not know counts as ScopeSession, the narrowest.
+func WithScope(s Scope) CacheOption { return func(c *Cache) { c.scope = s } }
+
 // Cache keeps fetched datasets as blobs in the artifacts Blobstore, with an
-// index from dataset id to blob in the agentbox database, so a dataset is
-// fetched once however many sessions select it. Concurrent Gets of one id
-// in this process share one fetch. It is safe for concurrent use by many
-// goroutines and by other processes sharing the blobstore and database (two
-// processes may each fetch an id once; identical content is stored once).
+// index from dataset id (within its Scope) to blob in the agentbox
+// database, so a dataset is fetched once however many sessions of its
+// scope select it. Concurrent Gets of one id in one scope in this process
+// share one fetch. It is safe for concurrent use by many goroutines and by
+// other processes sharing the blobstore and database (two processes may
+// each fetch an id once; identical content is stored once).
 //
-// The index is keyed by id alone: a dataset fetched for one namespace is
-// served to every other without asking the Fetcher again. A source that
-// authorizes per namespace needs ids that say which one, or a check before
-// Get.
+// Under ScopeShared, the default, the index is keyed by id alone: a
+// dataset fetched for one session or namespace is served to every other
+// without asking the Fetcher again. A source that authorizes per namespace
+// or per session key needs ScopeNamespace or ScopeSession.
+//
+// A dataset that changed at its source is fetched again by a Get with
+// Request.Refresh, or by any Get after Forget.
 //
 // The blobs share the Blobstore with artifacts, so Blobstore.GC must ask the
 // Cache too (Cache.Referenced) or it removes datasets after Blobstore.Grace;
@@ -35,6 +77,7 @@ const DefaultMaxBytes int64 = 1 << 30
 type Cache struct {
 	blobs *artifacts.Blobstore
 	db    *sql.DB
+	scope Scope
 
 	mu       sync.Mutex
 	inflight map[string]*flight
@@ -55,14 +98,46 @@ type flight struct {
 
 // NewCache returns a Cache storing blobs in blobs and its index in s, whose
 // migrations create the tables. It does no I/O.
-func NewCache(blobs *artifacts.Blobstore, s *store.Store) *Cache {
-	return &Cache{blobs: blobs, db: s.DB(),
+func NewCache(blobs *artifacts.Blobstore, s *store.Store, opts ...CacheOption) *Cache {
+	c := &Cache{blobs: blobs, db: s.DB(), scope: ScopeShared,
 		inflight: make(map[string]*flight), cancels: make(map[*flight]context.CancelFunc)}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
 }
 
-// Get returns the blob holding dataset id: the cached one when the id was
-// fetched before (fetched false), else it fetches it with f and stores it
-// (fetched true, also for a Get that joined another's fetch). Content over
+// Scope returns which Gets share a fetched dataset.
+func (c *Cache) Scope() Scope { return c.scope }
+
+// row is where the index keeps a dataset: its scope and id.
+type row struct {
+	scope, namespace, key, id string
+}
+
+// rowOf returns the index row a Get of req reads and writes under the
+// Cache's scope.
+func (c *Cache) rowOf(req Request) row {
+	switch c.scope {
+	case ScopeShared:
+		return row{scope: string(ScopeShared), id: req.ID}
+	case ScopeNamespace:
+		return row{scope: string(ScopeNamespace), namespace: req.Namespace, id: req.ID}
+	}
+	return row{scope: string(ScopeSession), namespace: req.Namespace, key: req.SessionKey, id: req.ID}
+}
+
+// flightKey names a fetch in flight: its row, and whether it is a refresh
+// (which never answers from the index).
+func (r row) flightKey(refresh bool) string {
+	return fmt.Sprintf("%q %q %q %q %v", r.scope, r.namespace, r.key, r.id, refresh)
+}
+
+// Get returns the blob holding dataset req.ID in req's scope: the cached
+// one when it was fetched before (fetched false), else it fetches it with
+// f and stores it (fetched true, also for a Get that joined another's
+// fetch). With req.Refresh it fetches anew whatever is cached, and the new
+// content replaces the old for later Gets of the scope. Content over
 // maxBytes fails with ErrTooLarge; maxBytes <= 0 means DefaultMaxBytes. An id
 // whose name ends in .parquet must hold Parquet (magic "PAR1" at head and
 // tail) or it fails with ErrFormat and is not cached.
@@ -74,7 +149,8 @@ func NewCache(blobs *artifacts.Blobstore, s *store.Store) *Cache {
 // (ErrInvalidID) or a done ctx included, is a *FetchError, whose text can be
 // the FAILED reason shown to the agent; database errors are not. After
 // Close, Get fails with ErrClosed.
-func (c *Cache) Get(ctx context.Context, id string, f Fetcher, maxBytes int64) (sha256 string, size int64, fetched bool, err error) {
+func (c *Cache) Get(ctx context.Context, req Request, f Fetcher, maxBytes int64) (sha256 string, size int64, fetched bool, err error) {
+	id := req.ID
 	if err := checkID(id); err != nil {
 		return "", 0, false, &FetchError{ID: id, Err: err}
 	}
@@ -87,30 +163,34 @@ func (c *Cache) Get(ctx context.Context, id string, f Fetcher, maxBytes int64) (
 	if closed {
 		return "", 0, false, ErrClosed
 	}
-	if sha, size, ok, err := c.lookup(ctx, id); err != nil {
-		return "", 0, false, err
-	} else if ok {
-		if size > maxBytes {
-			return "", 0, false, &FetchError{ID: id, Err: tooLarge(size, maxBytes)}
+	r := c.rowOf(req)
+	if !req.Refresh {
+		if sha, size, ok, err := c.lookup(ctx, r); err != nil {
+			return "", 0, false, err
+		} else if ok {
+			if size > maxBytes {
+				return "", 0, false, &FetchError{ID: id, Err: tooLarge(size, maxBytes)}
+			}
+			return sha, size, false, nil
 		}
-		return sha, size, false, nil
 	}
 
+	fk := r.flightKey(req.Refresh)
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
 		return "", 0, false, ErrClosed
 	}
-	fl := c.inflight[id]
+	fl := c.inflight[fk]
 	if fl == nil {
 		// The fetch's context keeps the first caller's values but not its
 		// cancellation: later Gets depend on it as much as the first.
 		fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		fl = &flight{done: make(chan struct{})}
-		c.inflight[id] = fl
+		c.inflight[fk] = fl
 		c.cancels[fl] = cancel
 		c.wg.Add(1)
-		go c.fetch(fctx, id, f, maxBytes, fl)
+		go c.fetch(fctx, fk, r, req, f, maxBytes, fl)
 	}
 	fl.waiters++
 	c.mu.Unlock()
@@ -131,7 +211,7 @@ func (c *Cache) Get(ctx context.Context, id string, f Fetcher, maxBytes int64) (
 		c.mu.Lock()
 		fl.waiters--
 		if fl.waiters == 0 {
-			c.abandon(id, fl)
+			c.abandon(fk, fl)
 		}
 		c.mu.Unlock()
 		return "", 0, false, &FetchError{ID: id, Err: context.Cause(ctx)}
@@ -141,9 +221,9 @@ func (c *Cache) Get(ctx context.Context, id string, f Fetcher, maxBytes int64) (
 // abandon cancels a fetch no Get waits for and forgets it, so that the next
 // Get of the id starts afresh instead of joining a doomed fetch. c.mu is
 // held.
-func (c *Cache) abandon(id string, fl *flight) {
-	if c.inflight[id] == fl {
-		delete(c.inflight, id)
+func (c *Cache) abandon(fk string, fl *flight) {
+	if c.inflight[fk] == fl {
+		delete(c.inflight, fk)
 	}
 	if cancel := c.cancels[fl]; cancel != nil {
 		cancel()
@@ -151,12 +231,12 @@ func (c *Cache) abandon(id string, fl *flight) {
 }
 
 // fetch runs one flight to its end and publishes the result.
-func (c *Cache) fetch(ctx context.Context, id string, f Fetcher, maxBytes int64, fl *flight) {
+func (c *Cache) fetch(ctx context.Context, fk string, r row, req Request, f Fetcher, maxBytes int64, fl *flight) {
 	defer c.wg.Done()
-	fl.sha, fl.size, fl.fetched, fl.err = c.fetchAndStore(ctx, id, f, maxBytes)
+	fl.sha, fl.size, fl.fetched, fl.err = c.fetchAndStore(ctx, r, req, f, maxBytes)
 	c.mu.Lock()
-	if c.inflight[id] == fl {
-		delete(c.inflight, id)
+	if c.inflight[fk] == fl {
+		delete(c.inflight, fk)
 	}
 	if cancel := c.cancels[fl]; cancel != nil {
 		cancel()
@@ -166,23 +246,27 @@ func (c *Cache) fetch(ctx context.Context, id string, f Fetcher, maxBytes int64,
 	close(fl.done)
 }
 
-// fetchAndStore looks the id up again, since a flight that ended between
-// Get's lookup and its start may have cached it, then fetches and stores it.
-func (c *Cache) fetchAndStore(ctx context.Context, id string, f Fetcher, maxBytes int64) (sha string, size int64, fetched bool, err error) {
-	if sha, size, ok, err := c.lookup(ctx, id); err != nil || ok {
-		if ok && size > maxBytes {
-			return "", 0, false, &FetchError{ID: id, Err: tooLarge(size, maxBytes)}
+// fetchAndStore looks the row up again, since a flight that ended between
+// Get's lookup and its start may have cached it (unless req is a refresh),
+// then fetches and stores it.
+func (c *Cache) fetchAndStore(ctx context.Context, r row, req Request, f Fetcher, maxBytes int64) (sha string, size int64, fetched bool, err error) {
+	if !req.Refresh {
+		if sha, size, ok, err := c.lookup(ctx, r); err != nil || ok {
+			if ok && size > maxBytes {
+				return "", 0, false, &FetchError{ID: r.id, Err: tooLarge(size, maxBytes)}
+			}
+			return sha, size, false, err
 		}
-		return sha, size, false, err
 	}
-	sha, size, err = c.fetchNew(ctx, id, f, maxBytes)
+	sha, size, err = c.fetchNew(ctx, r, req, f, maxBytes)
 	return sha, size, err == nil, err
 }
 
-// fetchNew fetches id with f, checks and stores it, and records it in the
-// index.
-func (c *Cache) fetchNew(ctx context.Context, id string, f Fetcher, maxBytes int64) (string, int64, error) {
-	rc, err := f.Fetch(ctx, id)
+// fetchNew fetches req with f, checks and stores it, and records it in the
+// index at row r.
+func (c *Cache) fetchNew(ctx context.Context, r row, req Request, f Fetcher, maxBytes int64) (string, int64, error) {
+	id := r.id
+	rc, err := f.Fetch(ctx, req)
 	if err != nil {
 		return "", 0, asFetchError(id, err)
 	}
@@ -190,13 +274,13 @@ func (c *Cache) fetchNew(ctx context.Context, id string, f Fetcher, maxBytes int
 		return "", 0, &FetchError{ID: id, Err: errors.New("the fetcher returned no content")}
 	}
 	defer rc.Close()
-	var r io.Reader = rc
+	var body io.Reader = rc
 	var m *magic
 	if _, ext := knownExt(id); ext == ".parquet" {
 		m = &magic{r: rc}
-		r = m
+		body = m
 	}
-	sha, size, err := c.blobs.PutLimit(ctx, r, maxBytes)
+	sha, size, err := c.blobs.PutLimit(ctx, body, maxBytes)
 	if err != nil {
 		if tl, ok := errors.AsType[*artifacts.TooLargeError](err); ok {
 			return "", 0, &FetchError{ID: id, Err: tooLarge(tl.Size, tl.Max)}
@@ -209,9 +293,10 @@ func (c *Cache) fetchNew(ctx context.Context, id string, f Fetcher, maxBytes int
 	if m != nil && !m.isParquet() {
 		return "", 0, &FetchError{ID: id, Err: fmt.Errorf(`%w: named .parquet but lacks the Parquet magic "PAR1" at head and tail`, ErrFormat)}
 	}
-	if _, err := c.db.ExecContext(ctx, `INSERT INTO dataset_cache (id, sha256, size, fetched) VALUES (?, ?, ?, ?)
-		ON CONFLICT (id) DO UPDATE SET sha256 = excluded.sha256, size = excluded.size, fetched = excluded.fetched`,
-		id, sha, size, formatTime(time.Now())); err != nil {
+	if _, err := c.db.ExecContext(ctx, `INSERT INTO dataset_cache (scope, namespace, session_key, id, sha256, size, fetched)
+		VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (scope, namespace, session_key, id) DO UPDATE SET sha256 = excluded.sha256, size = excluded.size, fetched = excluded.fetched`,
+		r.scope, r.namespace, r.key, id, sha, size, formatTime(time.Now())); err != nil {
 		return "", 0, fmt.Errorf("record dataset %q: %w", id, err)
 	}
 	return sha, size, nil
@@ -226,15 +311,16 @@ func asFetchError(id string, err error) error {
 	return &FetchError{ID: id, Err: err}
 }
 
-// lookup returns the cached blob of id when there is an index row and the
+// lookup returns the cached blob of row r when the index has it and the
 // blob still exists.
-func (c *Cache) lookup(ctx context.Context, id string) (sha string, size int64, ok bool, err error) {
-	err = c.db.QueryRowContext(ctx, `SELECT sha256, size FROM dataset_cache WHERE id = ?`, id).Scan(&sha, &size)
+func (c *Cache) lookup(ctx context.Context, r row) (sha string, size int64, ok bool, err error) {
+	err = c.db.QueryRowContext(ctx, `SELECT sha256, size FROM dataset_cache
+		WHERE scope = ? AND namespace = ? AND session_key = ? AND id = ?`, r.scope, r.namespace, r.key, r.id).Scan(&sha, &size)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", 0, false, nil
 	}
 	if err != nil {
-		return "", 0, false, fmt.Errorf("look up dataset %q: %w", id, err)
+		return "", 0, false, fmt.Errorf("look up dataset %q: %w", r.id, err)
 	}
 	p, err := c.blobs.Path(sha)
 	if err != nil {
@@ -246,12 +332,21 @@ func (c *Cache) lookup(ctx context.Context, id string) (sha string, size int64, 
 	return sha, size, true, nil
 }
 
-// Forget deletes the index row of id, so the next Get fetches it again (a
-// dataset that changed at its source). The blob stays until Blobstore.GC
-// finds it unreferenced.
-func (c *Cache) Forget(ctx context.Context, id string) error {
-	if _, err := c.db.ExecContext(ctx, `DELETE FROM dataset_cache WHERE id = ?`, id); err != nil {
-		return fmt.Errorf("forget dataset %q: %w", id, err)
+// Forget deletes the cached copy of req.ID that a Get of req would use, so
+// the next such Get fetches it again (a dataset that changed at its
+// source). Under ScopeSession an empty req.SessionKey forgets the copies of
+// every key of req.Namespace. The blobs stay until Blobstore.GC finds them
+// unreferenced; sessions that staged the dataset keep their files.
+func (c *Cache) Forget(ctx context.Context, req Request) error {
+	r := c.rowOf(req)
+	query := `DELETE FROM dataset_cache WHERE scope = ? AND namespace = ? AND session_key = ? AND id = ?`
+	args := []any{r.scope, r.namespace, r.key, r.id}
+	if r.scope == string(ScopeSession) && r.key == "" {
+		query = `DELETE FROM dataset_cache WHERE scope = ? AND namespace = ? AND id = ?`
+		args = []any{r.scope, r.namespace, r.id}
+	}
+	if _, err := c.db.ExecContext(ctx, query, args...); err != nil {
+		return fmt.Errorf("forget dataset %q: %w", req.ID, err)
 	}
 	return nil
 }

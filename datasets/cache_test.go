@@ -47,9 +47,9 @@ type counter struct {
 	content func(id string) []byte
 }
 
-func (c *counter) Fetch(ctx context.Context, id string) (io.ReadCloser, error) {
+func (c *counter) Fetch(ctx context.Context, req datasets.Request) (io.ReadCloser, error) {
 	c.calls.Add(1)
-	return io.NopCloser(bytes.NewReader(c.content(id))), nil
+	return io.NopCloser(bytes.NewReader(c.content(req.ID))), nil
 }
 
 func constant(s string) *counter {
@@ -75,19 +75,19 @@ func TestCacheFetchesOnce(t *testing.T) {
 	e := newEnv(t)
 	c := e.cache(t)
 	f := constant("a,b\n1,2\n")
-	sha, size, fetched, err := c.Get(t.Context(), "t.csv", f, 0)
+	sha, size, fetched, err := c.Get(t.Context(), datasets.Request{ID: "t.csv"}, f, 0)
 	if err != nil || !fetched || size != 8 {
 		t.Fatalf("first Get: %s %d %v %v", sha, size, fetched, err)
 	}
 	if got := e.blob(t, sha); got != "a,b\n1,2\n" {
 		t.Errorf("blob holds %q", got)
 	}
-	sha2, size2, fetched, err := c.Get(t.Context(), "t.csv", f, 0)
+	sha2, size2, fetched, err := c.Get(t.Context(), datasets.Request{ID: "t.csv"}, f, 0)
 	if err != nil || fetched || sha2 != sha || size2 != size {
 		t.Errorf("second Get: %s %d %v %v; want the cached blob", sha2, size2, fetched, err)
 	}
 	// A new process finds the index in the database.
-	sha3, _, fetched, err := datasets.NewCache(e.blobs, e.store).Get(t.Context(), "t.csv", f, 0)
+	sha3, _, fetched, err := datasets.NewCache(e.blobs, e.store).Get(t.Context(), datasets.Request{ID: "t.csv"}, f, 0)
 	if err != nil || fetched || sha3 != sha {
 		t.Errorf("Get from a new Cache: %s %v %v", sha3, fetched, err)
 	}
@@ -100,7 +100,7 @@ func TestCacheSingleFlight(t *testing.T) {
 	c := newEnv(t).cache(t)
 	var calls atomic.Int32
 	started, release := make(chan struct{}), make(chan struct{})
-	f := datasets.FetcherFunc(func(ctx context.Context, id string) (io.ReadCloser, error) {
+	f := datasets.FetcherFunc(func(ctx context.Context, _ datasets.Request) (io.ReadCloser, error) {
 		if calls.Add(1) == 1 {
 			close(started)
 		}
@@ -112,7 +112,7 @@ func TestCacheSingleFlight(t *testing.T) {
 	shas := make([]string, n)
 	errs := make([]error, n)
 	for i := range n {
-		wg.Go(func() { shas[i], _, _, errs[i] = c.Get(t.Context(), "d.txt", f, 0) })
+		wg.Go(func() { shas[i], _, _, errs[i] = c.Get(t.Context(), datasets.Request{ID: "d.txt"}, f, 0) })
 	}
 	<-started
 	time.Sleep(20 * time.Millisecond) // let the others join; late ones find the cache
@@ -131,7 +131,7 @@ func TestCacheSingleFlight(t *testing.T) {
 func TestCacheTooLarge(t *testing.T) {
 	c := newEnv(t).cache(t)
 	f := constant(strings.Repeat("x", 100))
-	_, _, _, err := c.Get(t.Context(), "big.csv", f, 10)
+	_, _, _, err := c.Get(t.Context(), datasets.Request{ID: "big.csv"}, f, 10)
 	fe, ok := errors.AsType[*datasets.FetchError](err)
 	if !ok || !errors.Is(err, datasets.ErrTooLarge) || fe.ID != "big.csv" {
 		t.Fatalf("Get over the limit: %v; want a *FetchError wrapping ErrTooLarge", err)
@@ -139,11 +139,11 @@ func TestCacheTooLarge(t *testing.T) {
 	if want := `fetch dataset "big.csv": dataset too large: at least 11 B, limit 10 B`; err.Error() != want {
 		t.Errorf("error %q, want %q", err, want)
 	}
-	if _, _, fetched, err := c.Get(t.Context(), "big.csv", f, 0); err != nil || !fetched {
+	if _, _, fetched, err := c.Get(t.Context(), datasets.Request{ID: "big.csv"}, f, 0); err != nil || !fetched {
 		t.Fatalf("Get under the default limit: %v, fetched %v; the failure must not be cached", err, fetched)
 	}
 	// The cached copy is held to the limit of each Get too.
-	if _, _, _, err := c.Get(t.Context(), "big.csv", f, 50); !errors.Is(err, datasets.ErrTooLarge) {
+	if _, _, _, err := c.Get(t.Context(), datasets.Request{ID: "big.csv"}, f, 50); !errors.Is(err, datasets.ErrTooLarge) {
 		t.Errorf("cached dataset over a lower limit: %v", err)
 	}
 	if n := f.calls.Load(); n != 2 {
@@ -169,7 +169,7 @@ func TestCacheParquetCheck(t *testing.T) {
 		{"any.csv", []byte("PAR1 is not checked here"), true},
 	} {
 		f := &counter{content: func(string) []byte { return tt.content }}
-		_, _, _, err := c.Get(t.Context(), tt.id, f, 0)
+		_, _, _, err := c.Get(t.Context(), datasets.Request{ID: tt.id}, f, 0)
 		if tt.ok && err != nil {
 			t.Errorf("Get(%s): %v", tt.id, err)
 		}
@@ -177,7 +177,7 @@ func TestCacheParquetCheck(t *testing.T) {
 			t.Errorf("Get(%s): %v, want ErrFormat", tt.id, err)
 		}
 		if !tt.ok { // not cached: asked again
-			c.Get(t.Context(), tt.id, f, 0)
+			c.Get(t.Context(), datasets.Request{ID: tt.id}, f, 0)
 			if n := f.calls.Load(); n != 2 {
 				t.Errorf("Get(%s) twice: %d fetches, want 2", tt.id, n)
 			}
@@ -205,25 +205,25 @@ func TestCacheFetchErrors(t *testing.T) {
 		f    datasets.Fetcher
 		want string
 	}{
-		{"error", datasets.FetcherFunc(func(context.Context, string) (io.ReadCloser, error) {
+		{"error", datasets.FetcherFunc(func(context.Context, datasets.Request) (io.ReadCloser, error) {
 			return nil, errors.New("no route")
 		}), `fetch dataset "x": no route`},
-		{"fetch error", datasets.FetcherFunc(func(context.Context, string) (io.ReadCloser, error) {
+		{"fetch error", datasets.FetcherFunc(func(context.Context, datasets.Request) (io.ReadCloser, error) {
 			return nil, mine
 		}), `fetch dataset "x": HTTP 503: busy`},
-		{"nil reader", datasets.FetcherFunc(func(context.Context, string) (io.ReadCloser, error) {
+		{"nil reader", datasets.FetcherFunc(func(context.Context, datasets.Request) (io.ReadCloser, error) {
 			return nil, nil
 		}), `fetch dataset "x": the fetcher returned no content`},
-		{"read error", datasets.FetcherFunc(func(context.Context, string) (io.ReadCloser, error) {
+		{"read error", datasets.FetcherFunc(func(context.Context, datasets.Request) (io.ReadCloser, error) {
 			return io.NopCloser(&failingReader{n: 100}), nil
 		}), `connection reset`},
 	} {
-		_, _, _, err := c.Get(t.Context(), "x", tt.f, 0)
+		_, _, _, err := c.Get(t.Context(), datasets.Request{ID: "x"}, tt.f, 0)
 		if _, ok := errors.AsType[*datasets.FetchError](err); !ok || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: %v; want a *FetchError saying %q", tt.name, err, tt.want)
 		}
 	}
-	if _, _, _, err := c.Get(t.Context(), "", constant("x"), 0); !errors.Is(err, datasets.ErrInvalidID) {
+	if _, _, _, err := c.Get(t.Context(), datasets.Request{ID: ""}, constant("x"), 0); !errors.Is(err, datasets.ErrInvalidID) {
 		t.Errorf("Get of an empty id: %v", err)
 	}
 }
@@ -241,12 +241,12 @@ func newBlocking() *blocking {
 	return &blocking{started: make(chan struct{}, 10), release: make(chan struct{}), cancelled: make(chan error, 10)}
 }
 
-func (b *blocking) Fetch(ctx context.Context, id string) (io.ReadCloser, error) {
+func (b *blocking) Fetch(ctx context.Context, req datasets.Request) (io.ReadCloser, error) {
 	b.calls.Add(1)
 	b.started <- struct{}{}
 	select {
 	case <-b.release:
-		return io.NopCloser(strings.NewReader("content of " + id)), nil
+		return io.NopCloser(strings.NewReader("content of " + req.ID)), nil
 	case <-ctx.Done():
 		b.cancelled <- ctx.Err()
 		return nil, ctx.Err()
@@ -260,7 +260,7 @@ func TestCacheWaiterGivesUp(t *testing.T) {
 	f := newBlocking()
 	ctxA, cancelA := context.WithCancel(t.Context())
 	errA := make(chan error, 1)
-	go func() { _, _, _, err := c.Get(ctxA, "d", f, 0); errA <- err }()
+	go func() { _, _, _, err := c.Get(ctxA, datasets.Request{ID: "d"}, f, 0); errA <- err }()
 	<-f.started
 	type result struct {
 		sha     string
@@ -269,7 +269,7 @@ func TestCacheWaiterGivesUp(t *testing.T) {
 	}
 	resB := make(chan result, 1)
 	go func() {
-		sha, _, fetched, err := c.Get(t.Context(), "d", f, 0)
+		sha, _, fetched, err := c.Get(t.Context(), datasets.Request{ID: "d"}, f, 0)
 		resB <- result{sha, fetched, err}
 	}()
 	time.Sleep(20 * time.Millisecond) // B joins the flight
@@ -298,7 +298,7 @@ func TestCacheAbandoned(t *testing.T) {
 	f := newBlocking()
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
-	go func() { _, _, _, err := c.Get(ctx, "d", f, 0); done <- err }()
+	go func() { _, _, _, err := c.Get(ctx, datasets.Request{ID: "d"}, f, 0); done <- err }()
 	<-f.started
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
@@ -308,7 +308,7 @@ func TestCacheAbandoned(t *testing.T) {
 		t.Errorf("fetch ended with %v", err)
 	}
 	close(f.release)
-	if _, _, fetched, err := c.Get(t.Context(), "d", f, 0); err != nil || !fetched {
+	if _, _, fetched, err := c.Get(t.Context(), datasets.Request{ID: "d"}, f, 0); err != nil || !fetched {
 		t.Errorf("Get after an abandoned fetch: fetched %v, %v", fetched, err)
 	}
 	if n := f.calls.Load(); n != 2 {
@@ -320,7 +320,7 @@ func TestCacheClose(t *testing.T) {
 	c := newEnv(t).cache(t)
 	f := newBlocking()
 	done := make(chan error, 1)
-	go func() { _, _, _, err := c.Get(t.Context(), "d", f, 0); done <- err }()
+	go func() { _, _, _, err := c.Get(t.Context(), datasets.Request{ID: "d"}, f, 0); done <- err }()
 	<-f.started
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
@@ -328,7 +328,7 @@ func TestCacheClose(t *testing.T) {
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Errorf("Get during Close: %v, want context.Canceled", err)
 	}
-	if _, _, _, err := c.Get(t.Context(), "e", f, 0); !errors.Is(err, datasets.ErrClosed) {
+	if _, _, _, err := c.Get(t.Context(), datasets.Request{ID: "e"}, f, 0); !errors.Is(err, datasets.ErrClosed) {
 		t.Errorf("Get after Close: %v, want ErrClosed", err)
 	}
 	if err := c.Close(); err != nil {
@@ -342,7 +342,7 @@ func TestCacheGC(t *testing.T) {
 	e := newEnv(t)
 	c := e.cache(t)
 	f := constant("keep me")
-	sha, _, _, err := c.Get(t.Context(), "k.txt", f, 0)
+	sha, _, _, err := c.Get(t.Context(), datasets.Request{ID: "k.txt"}, f, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -357,20 +357,20 @@ func TestCacheGC(t *testing.T) {
 	if n, err := e.blobs.GC(t.Context(), c); n != 0 || err != nil {
 		t.Fatalf("GC removed %d blobs, %v; want the cached one kept", n, err)
 	}
-	if err := c.Forget(t.Context(), "k.txt"); err != nil {
+	if err := c.Forget(t.Context(), datasets.Request{ID: "k.txt"}); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := e.blobs.GC(t.Context(), c); n != 1 || err != nil {
 		t.Fatalf("GC after Forget removed %d blobs, %v; want 1", n, err)
 	}
 	// A blob gone while its row stays (a GC that did not ask the Cache).
-	if _, _, fetched, err := c.Get(t.Context(), "k.txt", f, 0); !fetched || err != nil {
+	if _, _, fetched, err := c.Get(t.Context(), datasets.Request{ID: "k.txt"}, f, 0); !fetched || err != nil {
 		t.Fatalf("Get after Forget: fetched %v, %v", fetched, err)
 	}
 	if err := e.blobs.Remove(sha); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, fetched, err := c.Get(t.Context(), "k.txt", f, 0); !fetched || err != nil {
+	if _, _, fetched, err := c.Get(t.Context(), datasets.Request{ID: "k.txt"}, f, 0); !fetched || err != nil {
 		t.Errorf("Get of a lost blob: fetched %v, %v; want a new fetch", fetched, err)
 	}
 	if got := e.blob(t, sha); got != "keep me" {
@@ -383,7 +383,7 @@ func TestCacheHTTP(t *testing.T) {
 	c := newEnv(t).cache(t)
 	h := &datasets.HTTPFetcher{URLTemplate: srv.URL + "/{id}"}
 	for range 3 {
-		if _, _, _, err := c.Get(t.Context(), "xy.csv", h, 0); err != nil {
+		if _, _, _, err := c.Get(t.Context(), datasets.Request{ID: "xy.csv"}, h, 0); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -2,16 +2,19 @@
 // pure-Go half of dataset access (config.DatasetAccess); the session manager
 // copies files into containers.
 //
-// Sources. A Fetcher returns a dataset's bytes by id: FetcherFunc and
-// BytesFetcher adapt functions, HTTPFetcher gets a URL with a bearer token.
-// Ids come from a model and are untrusted: SafeName derives the file name
-// under /session/data that a dataset is staged as, one that never leaves
-// that folder.
+// Sources. A Fetcher returns a dataset's bytes for a Request: the id, and
+// the namespace and session key that ask (to authorize by). FetcherFunc and
+// BytesFetcher adapt functions, HTTPFetcher gets a URL with a bearer token
+// and the session in headers. Ids come from a model and are untrusted:
+// SafeName derives the file name under /session/data that a dataset is
+// staged as, one that never leaves that folder.
 //
 // Cache. A Cache keeps fetched datasets in the artifacts Blobstore, indexed
-// by id in the agentbox database (table dataset_cache), so a dataset is
-// fetched once for all sessions, and concurrent Gets of one id share one
-// fetch. Statuses records, per session, each selected dataset's PENDING,
+// by scope and id in the agentbox database (table dataset_cache), so a
+// dataset is fetched once for all the sessions of its Scope (every session,
+// a namespace's, or one key's), and concurrent Gets of one id share one
+// fetch; Request.Refresh and Forget fetch a changed dataset again. Statuses
+// records, per session, each selected dataset's PENDING,
 // LOADED or FAILED status and reason (table dataset_status), which survives
 // restarts.
 //

@@ -12,26 +12,47 @@ import (
 	"unicode"
 )
 
-// Fetcher returns the bytes of a dataset by id. The caller closes the
-// reader. Ids come from a model: a Fetcher must treat them as untrusted
-// input (HTTPFetcher escapes them).
+// Request is what a Fetcher is asked for: one dataset, on behalf of one
+// session.
+type Request struct {
+	// ID is the dataset id as the model gave it: untrusted input
+	// (HTTPFetcher escapes it).
+	ID string
+	// Namespace is the namespace of the session manager that asks.
+	Namespace string
+	// SessionKey is the key of the session that selects the dataset (the
+	// caller's conversation or thread), for a source that authorizes per
+	// user. Only under ScopeSession does every key's selection reach the
+	// Fetcher; under the other scopes a dataset fetched for one key is
+	// served from the cache to the others (see Scope).
+	SessionKey string
+	// Refresh is set when the caller asked for the dataset afresh (it may
+	// have changed at its source): a source with caches of its own should
+	// bypass them. HTTPFetcher sends "Cache-Control: no-cache".
+	Refresh bool
+}
+
+// Fetcher returns the bytes of a dataset. The caller closes the reader.
+// Ids come from a model: a Fetcher must treat them as untrusted input
+// (HTTPFetcher escapes them). A Fetcher that refuses a session the dataset
+// returns an error, which becomes the FAILED reason the agent reads.
 type Fetcher interface {
-	Fetch(ctx context.Context, id string) (io.ReadCloser, error)
+	Fetch(ctx context.Context, req Request) (io.ReadCloser, error)
 }
 
 // FetcherFunc adapts a function to the Fetcher interface.
-type FetcherFunc func(ctx context.Context, id string) (io.ReadCloser, error)
+type FetcherFunc func(ctx context.Context, req Request) (io.ReadCloser, error)
 
-// Fetch calls f(ctx, id).
-func (f FetcherFunc) Fetch(ctx context.Context, id string) (io.ReadCloser, error) {
-	return f(ctx, id)
+// Fetch calls f(ctx, req).
+func (f FetcherFunc) Fetch(ctx context.Context, req Request) (io.ReadCloser, error) {
+	return f(ctx, req)
 }
 
 // BytesFetcher returns a Fetcher over a function that returns a dataset's
 // whole content, for sources that are small or already in memory.
-func BytesFetcher(fn func(ctx context.Context, id string) ([]byte, error)) Fetcher {
-	return FetcherFunc(func(ctx context.Context, id string) (io.ReadCloser, error) {
-		b, err := fn(ctx, id)
+func BytesFetcher(fn func(ctx context.Context, req Request) ([]byte, error)) Fetcher {
+	return FetcherFunc(func(ctx context.Context, req Request) (io.ReadCloser, error) {
+		b, err := fn(ctx, req)
 		if err != nil {
 			return nil, err
 		}
@@ -43,7 +64,17 @@ func BytesFetcher(fn func(ctx context.Context, id string) ([]byte, error)) Fetch
 // for a 1 GiB dataset at about 3.5 MB/s.
 const DefaultHTTPTimeout = 5 * time.Minute
 
-// HTTPFetcher fetches a dataset with an HTTP GET. Its errors are
+// Headers HTTPFetcher sends to say which session asks for a dataset, so the
+// source can authorize it. Their values are percent-encoded as the id is in
+// the URL (any key is a valid header value that way).
+const (
+	HeaderNamespace  = "Agentbox-Namespace"
+	HeaderSessionKey = "Agentbox-Session-Key"
+)
+
+// HTTPFetcher fetches a dataset with an HTTP GET. Its requests carry the
+// asking session's namespace and key in HeaderNamespace and
+// HeaderSessionKey (when not empty). Its errors are
 // *FetchError values naming the cause: the HTTP status (with the start of
 // the answer's body), a timeout, or a size over MaxBytes. It is safe for
 // concurrent use; its fields must not change after the first Fetch.
@@ -72,9 +103,10 @@ type HTTPFetcher struct {
 // apart from the caller's.
 var errHTTPTimeout = errors.New("http fetch timeout")
 
-// Fetch gets the dataset id. The returned body stops with a *FetchError when
-// the timeout expires or MaxBytes is passed while it is read.
-func (h *HTTPFetcher) Fetch(ctx context.Context, id string) (io.ReadCloser, error) {
+// Fetch gets the dataset req.ID. The returned body stops with a *FetchError
+// when the timeout expires or MaxBytes is passed while it is read.
+func (h *HTTPFetcher) Fetch(ctx context.Context, r Request) (io.ReadCloser, error) {
+	id := r.ID
 	if err := checkID(id); err != nil {
 		return nil, &FetchError{ID: id, Err: err}
 	}
@@ -98,6 +130,15 @@ func (h *HTTPFetcher) Fetch(ctx context.Context, id string) (io.ReadCloser, erro
 	}
 	if h.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+h.Token)
+	}
+	if r.Namespace != "" {
+		req.Header.Set(HeaderNamespace, escapeID(r.Namespace))
+	}
+	if r.SessionKey != "" {
+		req.Header.Set(HeaderSessionKey, escapeID(r.SessionKey))
+	}
+	if r.Refresh {
+		req.Header.Set("Cache-Control", "no-cache")
 	}
 	resp, err := client.Do(req)
 	if err != nil {

@@ -33,7 +33,7 @@ func TestHTTPFetcher(t *testing.T) {
 		{"a b&c=d?e#f", "/datasets/a%20b%26c%3Dd%3Fe%23f/content"},
 		{"é~", "/datasets/%C3%A9~/content"},
 	} {
-		rc, err := h.Fetch(t.Context(), tt.id)
+		rc, err := h.Fetch(t.Context(), datasets.Request{ID: tt.id})
 		if err != nil {
 			t.Fatalf("Fetch(%q): %v", tt.id, err)
 		}
@@ -104,7 +104,7 @@ func TestHTTPFetcherErrors(t *testing.T) {
 		{"bigchunked", 0, datasets.ErrTooLarge, `fetch dataset "bigchunked": dataset too large: at least `},
 		{"", 0, datasets.ErrInvalidID, `fetch dataset "": invalid dataset id: empty`},
 	} {
-		rc, err := h.Fetch(t.Context(), tt.id)
+		rc, err := h.Fetch(t.Context(), datasets.Request{ID: tt.id})
 		if err == nil {
 			_, err = io.ReadAll(rc)
 			rc.Close()
@@ -137,20 +137,20 @@ func TestHTTPFetcherCallerCancel(t *testing.T) {
 	h := &datasets.HTTPFetcher{URLTemplate: srv.URL + "/{id}"}
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
-	_, err := h.Fetch(ctx, "x")
+	_, err := h.Fetch(ctx, datasets.Request{ID: "x"})
 	if !errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "timed out after") {
 		t.Errorf("Fetch with the caller's deadline: %v; want the caller's error, not the fetcher's timeout", err)
 	}
 }
 
 func TestBytesFetcher(t *testing.T) {
-	f := datasets.BytesFetcher(func(ctx context.Context, id string) ([]byte, error) {
-		if id == "bad" {
+	f := datasets.BytesFetcher(func(ctx context.Context, req datasets.Request) ([]byte, error) {
+		if req.ID == "bad" {
 			return nil, errors.New("no such thing")
 		}
-		return []byte("content of " + id), nil
+		return []byte("content of " + req.ID), nil
 	})
-	rc, err := f.Fetch(t.Context(), "a")
+	rc, err := f.Fetch(t.Context(), datasets.Request{ID: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +158,7 @@ func TestBytesFetcher(t *testing.T) {
 	if b, _ := io.ReadAll(rc); string(b) != "content of a" {
 		t.Errorf("read %q", b)
 	}
-	if _, err := f.Fetch(t.Context(), "bad"); err == nil {
+	if _, err := f.Fetch(t.Context(), datasets.Request{ID: "bad"}); err == nil {
 		t.Error("Fetch(bad) succeeded")
 	}
 }

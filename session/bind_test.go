@@ -116,7 +116,7 @@ func TestBindRecordsOutOfReach(t *testing.T) {
 				c.SessionStorage = config.StorageBind
 				c.DatasetAccess = config.AccessAPI
 			})
-			m := managerFor(t, cfg, namespace(), session.WithFetcher(datasets.FetcherFunc(func(ctx context.Context, id string) (io.ReadCloser, error) {
+			m := managerFor(t, cfg, namespace(), session.WithFetcher(datasets.FetcherFunc(func(ctx context.Context, _ datasets.Request) (io.ReadCloser, error) {
 				return io.NopCloser(strings.NewReader("a,b\n1,2\n")), nil
 			})))
 			victims := t.TempDir()

@@ -35,7 +35,9 @@ func WithFetcher(f datasets.Fetcher) Option {
 }
 
 func (m *Manager) openDatasets() {
-	m.dsCache = datasets.NewCache(m.art.blobs, m.store)
+	// Validated by config; an unknown scope would count as the narrowest.
+	scope, _ := datasets.ParseScope(m.cfg.DatasetCacheScope)
+	m.dsCache = datasets.NewCache(m.art.blobs, m.store, datasets.WithScope(scope))
 	m.dsStatus = datasets.NewStatuses(m.store)
 	if m.fetcher == nil && m.cfg.DatasetsAPIURL != "" {
 		m.fetcher = &datasets.HTTPFetcher{URLTemplate: m.cfg.DatasetsAPIURL, Token: m.cfg.DatasetsAPIToken, Timeout: m.cfg.DatasetsAPITimeout}
@@ -49,13 +51,38 @@ type Selection struct {
 	Fetched bool   // fetched now (false: staged from the cache, or already loaded)
 }
 
+// SelectOption changes one SelectDataset call (Refresh). The zero
+// SelectOption changes nothing.
+type SelectOption struct{ apply func(*selectOptions) }
+
+type selectOptions struct {
+	refresh bool
+}
+
+// Refresh fetches the dataset from its source again, even when the session
+// loaded it or the cache holds it (it changed at its source). The fetcher
+// sees datasets.Request.Refresh; the new content replaces the session's
+// file and the cached copy the sessions of its scope share
+// (DATASET_CACHE_SCOPE). A refresh that fails is FAILED, and leaves the
+// file loaded before in place.
+func Refresh() SelectOption { return SelectOption{func(o *selectOptions) { o.refresh = true }} }
+
 // SelectDataset stages dataset id, fetched through the API source, into the
 // session of key at /session/data/<name> (name derived safely from the id),
 // recording PENDING, then LOADED or FAILED with the reason. A dataset
-// already loaded in the session is left as it is; one fetched before (by
-// any session) comes from the host-side cache. A failed fetch is not a Go
-// error: the returned status says FAILED and why.
-func (m *Manager) SelectDataset(ctx context.Context, key, id string) (Selection, error) {
+// already loaded in the session is left as it is (unless Refresh); one
+// fetched before by a session that shares the cache with this one
+// (DATASET_CACHE_SCOPE: every session, those of the namespace, or this key
+// only) comes from the host-side cache. The fetcher is told the namespace
+// and key (datasets.Request). A failed fetch is not a Go error: the
+// returned status says FAILED and why.
+func (m *Manager) SelectDataset(ctx context.Context, key, id string, opts ...SelectOption) (Selection, error) {
+	var o selectOptions
+	for _, opt := range opts {
+		if opt.apply != nil {
+			opt.apply(&o)
+		}
+	}
 	if err := m.begin(); err != nil {
 		return Selection{}, err
 	}
@@ -77,14 +104,15 @@ func (m *Manager) SelectDataset(ctx context.Context, key, id string) (Selection,
 	defer release()
 	sel := Selection{Path: path.Join(DatasetsDir, name)}
 	rec := datasets.Record{Namespace: m.ns, SessionID: e.id, DatasetID: id, Name: name}
-	if old, err := m.dsStatus.Get(ctx, m.ns, e.id, id); err == nil && old.Status == datasets.StatusLoaded && m.staged(ctx, e, name, old.Size) {
+	if old, err := m.dsStatus.Get(ctx, m.ns, e.id, id); err == nil && !o.refresh && old.Status == datasets.StatusLoaded && m.staged(ctx, e, name, old.Size) {
 		sel.Record = old
 		return sel, nil
 	}
 	rec.Status = datasets.StatusPending
 	m.setStatus(ctx, e, rec)
 
-	sha, size, fetched, err := m.dsCache.Get(ctx, id, m.fetcher, int64(m.cfg.DatasetMaxMB)<<20)
+	req := datasets.Request{ID: id, Namespace: m.ns, SessionKey: key, Refresh: o.refresh}
+	sha, size, fetched, err := m.dsCache.Get(ctx, req, m.fetcher, int64(m.cfg.DatasetMaxMB)<<20)
 	if err == nil {
 		var f io.ReadSeekCloser
 		if f, err = m.art.blobs.Open(sha); err == nil {
@@ -101,6 +129,23 @@ func (m *Manager) SelectDataset(ctx context.Context, key, id string) (Selection,
 	m.setStatus(ctx, e, rec)
 	sel.Record = rec
 	return sel, nil
+}
+
+// ForgetDataset drops the host-side cached copies of dataset id that this
+// Manager's selections use (under DATASET_CACHE_SCOPE: the shared one, the
+// namespace's, or every session key's of the namespace), so the next
+// selection fetches it again: call it when the dataset changed at its
+// source. Sessions that loaded it keep their file until they select it with
+// Refresh.
+func (m *Manager) ForgetDataset(ctx context.Context, id string) error {
+	if err := m.begin(); err != nil {
+		return err
+	}
+	defer m.calls.Done()
+	if _, err := datasets.SafeName(id); err != nil {
+		return fmt.Errorf("forget dataset: %w", err)
+	}
+	return m.dsCache.Forget(ctx, datasets.Request{ID: id, Namespace: m.ns})
 }
 
 // staged reports whether /session/data/name exists with size bytes (a

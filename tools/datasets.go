@@ -82,13 +82,16 @@ func (t *toolset) selectDataset() Tool {
 	return Tool{
 		Name: "select_dataset",
 		Description: "Load a dataset by its id into the sandbox, under " + session.DatasetsDir + "/. " +
-			"The reply says where code can read it, or why it could not be loaded. Loading it again is harmless.",
+			"The reply says where code can read it, or why it could not be loaded. Loading it again is harmless; " +
+			"set refresh to fetch it again from its source when it may have changed.",
 		Schema: []byte(`{"type":"object","properties":{` +
-			`"dataset_id":{"type":"string","description":"the dataset's id"}},` +
+			`"dataset_id":{"type":"string","description":"the dataset's id"},` +
+			`"refresh":{"type":"boolean","description":"fetch it again from its source even if it was loaded before (default false)"}},` +
 			`"required":["dataset_id"],"additionalProperties":false}`),
 		Call: func(ctx context.Context, input json.RawMessage) (string, error) {
 			var in struct {
 				DatasetID string `json:"dataset_id"`
+				Refresh   bool   `json:"refresh"`
 			}
 			if msg := decode(input, &in, selectExample); msg != "" {
 				return msg, nil
@@ -100,7 +103,11 @@ func (t *toolset) selectDataset() Tool {
 			if err != nil {
 				return "", err
 			}
-			sel, err := t.m.SelectDataset(ctx, key, in.DatasetID)
+			var opts []session.SelectOption
+			if in.Refresh {
+				opts = append(opts, session.Refresh())
+			}
+			sel, err := t.m.SelectDataset(ctx, key, in.DatasetID, opts...)
 			switch {
 			case errors.Is(err, datasets.ErrInvalidID):
 				return invalid(fmt.Sprintf("%q is not a valid dataset id", cut(in.DatasetID, 200)), selectExample), nil

@@ -10,7 +10,7 @@ import (
 // is for one goroutine.
 type fake struct {
 	calls   []string // "exec key code", "select key id", ...
-	nopts   int      // options of the last Exec
+	nopts   int      // options of the last Exec or SelectDataset
 	result  *session.Result
 	listing session.Listing
 	sel     session.Selection
@@ -40,8 +40,9 @@ func (f *fake) Datasets(_ context.Context, key string) (session.Listing, error) 
 	return f.listing, f.err
 }
 
-func (f *fake) SelectDataset(_ context.Context, key, id string) (session.Selection, error) {
+func (f *fake) SelectDataset(_ context.Context, key, id string, opts ...session.SelectOption) (session.Selection, error) {
 	f.record("select " + key + " " + id)
+	f.nopts = len(opts)
 	return f.sel, f.err
 }
 

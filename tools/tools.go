@@ -27,7 +27,7 @@ type Tool struct {
 type Manager interface {
 	Exec(ctx context.Context, key, code string, opts ...session.ExecOption) (*session.Result, error)
 	Datasets(ctx context.Context, key string) (session.Listing, error)
-	SelectDataset(ctx context.Context, key, id string) (session.Selection, error)
+	SelectDataset(ctx context.Context, key, id string, opts ...session.SelectOption) (session.Selection, error)
 	Export(ctx context.Context, key, file string) (session.Export, error)
 }
 

@@ -199,6 +199,30 @@ func TestSelectDataset(t *testing.T) {
 	runCases(t, "select_dataset", append(cases, badInput("sales-2024")...))
 }
 
+// TestSelectDatasetRefresh passes refresh on to the Manager as an option,
+// and only when the model asks for it.
+func TestSelectDatasetRefresh(t *testing.T) {
+	for input, want := range map[string]int{
+		`{"dataset_id": "sales", "refresh": true}`:  1,
+		`{"dataset_id": "sales", "refresh": false}`: 0,
+		`{"dataset_id": "sales"}`:                   0,
+	} {
+		f := &fake{sel: session.Selection{Record: datasets.Record{DatasetID: "sales", Status: datasets.StatusLoaded}}}
+		tl := find(t, tools.New(f, tools.Options{SessionKey: key}), "select_dataset")
+		if _, err := tl.Call(context.Background(), json.RawMessage(input)); err != nil {
+			t.Fatal(err)
+		}
+		if f.nopts != want {
+			t.Errorf("%s: %d options, want %d", input, f.nopts, want)
+		}
+	}
+	f := &fake{}
+	tl := find(t, tools.New(f, tools.Options{SessionKey: key}), "select_dataset")
+	if got, _ := tl.Call(context.Background(), json.RawMessage(`{"dataset_id": "x", "refresh": "yes"}`)); !strings.Contains(got, `"refresh" must be a boolean`) {
+		t.Errorf("refresh as a string: %q", got)
+	}
+}
+
 func TestExportDataset(t *testing.T) {
 	exp := session.Export{HostPath: "/srv/export/r-1.csv", Artifact: session.Artifact{Name: "exports/r-1.csv", Size: 3, URL: "http://x/a/2"}}
 	cases := []testCase{

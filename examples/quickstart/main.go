@@ -95,9 +95,9 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	fetch := datasets.BytesFetcher(func(ctx context.Context, id string) ([]byte, error) {
-		if id != "measurements.parquet" {
-			return nil, fmt.Errorf("%w: %s", datasets.ErrNotFound, id)
+	fetch := datasets.BytesFetcher(func(ctx context.Context, req datasets.Request) ([]byte, error) {
+		if req.ID != "measurements.parquet" { // req.SessionKey says who asks, to authorize by
+			return nil, fmt.Errorf("%w: %s", datasets.ErrNotFound, req.ID)
 		}
 		return data, nil
 	})
