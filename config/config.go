@@ -96,6 +96,16 @@ type Config struct {
 	// TMPFS_SIZE_MB, default 1024, at least 16.
 	TmpfsSizeMB int
 
+	// Namespace keeps apart the sessions of programs sharing an engine and
+	// a database: containers are named <Namespace>_<session id> and
+	// labelled io.agentbox.namespace, and the history, artifacts and
+	// dataset statuses are kept per namespace. Programs that should see the
+	// same sessions (a backend, agentbox, session-viewer) need the same
+	// one; session.WithNamespace overrides it in code.
+	// AGENTBOX_NAMESPACE, default DefaultNamespace (also when empty in
+	// code): lowercase letters, digits and dashes, at most 32.
+	Namespace string
+
 	// MemoryMB is the memory limit of a session container, in MiB.
 	// SANDBOX_MEMORY_MB, default 1024, at least 64.
 	MemoryMB int
@@ -229,6 +239,9 @@ const (
 	CacheSession   = "session"
 )
 
+// DefaultNamespace is the default Config.Namespace.
+const DefaultNamespace = "agentbox"
+
 // Values of Config.Seccomp other than a profile file's path.
 const (
 	// SeccompDefault is agentbox's own profile (sandboximage.SeccompProfile).
@@ -277,6 +290,7 @@ func Default() Config {
 		ArtifactsDB:    "./artifacts.db",
 		SandboxImage:   "agentbox-sandbox:latest",
 		TmpfsSizeMB:    1024,
+		Namespace:      DefaultNamespace,
 
 		MemoryMB:     1024,
 		CPUs:         1,
@@ -514,6 +528,7 @@ const (
 	wantURL        = "an absolute http or https URL with a host and no query, fragment or user info"
 	wantTemplate   = "an http or https URL containing {id}, such as https://data.example/datasets/{id}"
 	wantSecret     = "at least 32 characters"
+	wantNamespace  = "lowercase letters, digits and dashes, at most 32, starting with a letter or digit"
 
 	namePattern    = `^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`
 	envNamePattern = `^[A-Za-z_][A-Za-z0-9_]*$`
@@ -536,6 +551,9 @@ var (
 	// userRE accepts what docker run --user does, minus oddities: a uid or
 	// a name, optionally followed by :gid or :group.
 	userRE = regexp.MustCompile(`^([0-9]+|[a-z_][a-z0-9_.-]*)(?::([0-9]+|[a-z_][a-z0-9_.-]*))?$`)
+	// namespaceRE is what container names and labels take (and
+	// session.WithNamespace checks).
+	namespaceRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
 )
 
 // specs returns the variables in the order of example.env. It builds a fresh
@@ -616,6 +634,20 @@ func specs() []spec {
 		},
 		intSpec("TMPFS_SIZE_MB", "size of /session in TMPFS mode, in MiB", 1024, 16, math.MaxInt,
 			func(c *Config) *int { return &c.TmpfsSizeMB }),
+
+		// Which sessions a program sees.
+		{
+			name: "AGENTBOX_NAMESPACE", def: DefaultNamespace, want: wantNamespace,
+			help: "namespace of the sessions: containers are named <namespace>_<session id>; programs sharing sessions need the same",
+			set:  func(c *Config, v string) bool { c.Namespace = v; return true },
+			get:  func(c Config) string { return c.Namespace },
+			check: func(c Config) string {
+				if c.Namespace != "" && !namespaceRE.MatchString(c.Namespace) { // "": a Config made before the field
+					return wantNamespace
+				}
+				return ""
+			},
+		},
 
 		// Sandbox limits and security.
 		intSpec("SANDBOX_MEMORY_MB", "memory limit per session container, in MiB", 1024, 64, math.MaxInt,

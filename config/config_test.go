@@ -93,6 +93,7 @@ func TestDefaults(t *testing.T) {
 		{"DATASETS_HOST_RO", c.DatasetsHostRO, ""},
 		{"SANDBOX_IMAGE", c.SandboxImage, "agentbox-sandbox:latest"},
 		{"TMPFS_SIZE_MB", c.TmpfsSizeMB, 1024},
+		{"AGENTBOX_NAMESPACE", c.Namespace, "agentbox"},
 		{"SANDBOX_MEMORY_MB", c.MemoryMB, 1024},
 		{"SANDBOX_CPUS", c.CPUs, 1.0},
 		{"SANDBOX_PIDS_LIMIT", c.PidsLimit, 256},
@@ -209,6 +210,10 @@ func TestGoodValues(t *testing.T) {
 			func(c config.Config) any { return c.SandboxImage }, "sandbox@sha256:" + strings.Repeat("ab", 32)},
 		{"tmpfs minimum", map[string]string{"TMPFS_SIZE_MB": "16"},
 			func(c config.Config) any { return c.TmpfsSizeMB }, 16},
+		{"namespace", map[string]string{"AGENTBOX_NAMESPACE": " team-a "},
+			func(c config.Config) any { return c.Namespace }, "team-a"},
+		{"namespace of 32", map[string]string{"AGENTBOX_NAMESPACE": "0" + strings.Repeat("a-", 15) + "z"},
+			func(c config.Config) any { return c.Namespace }, "0" + strings.Repeat("a-", 15) + "z"},
 		{"memory", map[string]string{"SANDBOX_MEMORY_MB": " 4096 "},
 			func(c config.Config) any { return c.MemoryMB }, 4096},
 		{"memory minimum", map[string]string{"SANDBOX_MEMORY_MB": "64"},
@@ -295,6 +300,10 @@ func TestBadValues(t *testing.T) {
 		{"SESSION_STORAGE", "RAM", `SESSION_STORAGE="RAM": want TMPFS or BIND`},
 		{"SESSION_STORAGE", " ram ", `SESSION_STORAGE="ram": want TMPFS or BIND`},
 		{"DATASET_ACCESS", "S3", `DATASET_ACCESS="S3": want NONE, LOCAL_RO, API or HYBRID`},
+		{"AGENTBOX_NAMESPACE", "Team-A", `AGENTBOX_NAMESPACE="Team-A": want ` + wantNamespace},
+		{"AGENTBOX_NAMESPACE", "team_a", `AGENTBOX_NAMESPACE="team_a": want ` + wantNamespace},
+		{"AGENTBOX_NAMESPACE", "-team", `AGENTBOX_NAMESPACE="-team": want ` + wantNamespace},
+		{"AGENTBOX_NAMESPACE", strings.Repeat("a", 33), `AGENTBOX_NAMESPACE="` + strings.Repeat("a", 33) + `": want ` + wantNamespace},
 		{"SANDBOX_IMAGE", "Agentbox:latest", `SANDBOX_IMAGE="Agentbox:latest": want an image reference such as "agentbox-sandbox:latest" (lowercase repository, no spaces)`},
 		{"SANDBOX_IMAGE", "agentbox sandbox", `SANDBOX_IMAGE="agentbox sandbox": want an image reference such as "agentbox-sandbox:latest" (lowercase repository, no spaces)`},
 		{"SANDBOX_IMAGE", "MyOrg/sandbox", `SANDBOX_IMAGE="MyOrg/sandbox": want an image reference such as "agentbox-sandbox:latest" (lowercase repository, no spaces)`},
@@ -1077,5 +1086,44 @@ func TestSeccomp(t *testing.T) {
 				t.Errorf("errors.As found %+v; want a *VarError for SANDBOX_SECCOMP", ve)
 			}
 		})
+	}
+}
+
+const wantNamespace = "lowercase letters, digits and dashes, at most 32, starting with a letter or digit"
+
+// TestNamespace covers AGENTBOX_NAMESPACE: read from a .env file like every
+// setting, the real environment winning, kept through String, and empty in
+// a Config made in code before the field existed (the default then).
+func TestNamespace(t *testing.T) {
+	clearEnv(t)
+	dir := t.TempDir()
+	envFile := writeFile(t, dir, ".env", "AGENTBOX_NAMESPACE=from-file\n")
+	c, err := config.LoadFile(envFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Namespace != "from-file" {
+		t.Errorf(".env: Namespace = %q, want from-file", c.Namespace)
+	}
+	t.Setenv("AGENTBOX_NAMESPACE", "from-env")
+	if c, err = config.LoadFile(envFile); err != nil || c.Namespace != "from-env" {
+		t.Errorf("environment over .env: Namespace = %q (%v), want from-env", c.Namespace, err)
+	}
+	parsed, err := godotenv.Unmarshal(c.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if parsed["AGENTBOX_NAMESPACE"] != "from-env" {
+		t.Errorf("String() has AGENTBOX_NAMESPACE=%q", parsed["AGENTBOX_NAMESPACE"])
+	}
+
+	c = config.Default()
+	c.Namespace = ""
+	if err := c.Validate(); err != nil {
+		t.Errorf("Validate with an empty Namespace (the default): %v", err)
+	}
+	c.Namespace = "Team A"
+	if err := c.Validate(); err == nil || err.Error() != `AGENTBOX_NAMESPACE="Team A": want `+wantNamespace {
+		t.Errorf("Validate(Namespace %q) = %v", c.Namespace, err)
 	}
 }

@@ -17,7 +17,12 @@
 //
 // Containers are named <namespace>_<session id>: the engine keeps names
 // unique, so two processes creating the same key end up with one container,
-// and a new process finds a key's container from the key alone (ID).
+// and a new process finds a key's container from the key alone (ID). The
+// namespace is the Config's (AGENTBOX_NAMESPACE, default "agentbox") unless
+// WithNamespace names another, so every program with the same settings (a
+// backend, the agentbox command, session-viewer) sees the same sessions. A
+// warm container (<namespace>_pool_<suffix>) becomes a key's session by
+// being renamed; the name, not a label, says what a container is.
 //
 // # Concurrency
 //

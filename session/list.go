@@ -81,8 +81,9 @@ func (m *Manager) List(ctx context.Context) ([]Info, error) {
 		return nil, err
 	}
 	defer m.calls.Done()
-	// Filtered by name, not role: a warm container handed to a key keeps
-	// its pool label (labels are fixed at creation) but takes the key's name.
+	// Filtered by name, not role: a warm container handed to a key takes
+	// the key's name but no role or key label (labels are fixed at
+	// creation); its key comes from the database.
 	list, err := m.drv.List(ctx, map[string]string{LabelNamespace: m.ns})
 	if err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,22 +21,39 @@ import (
 	sandboximage "github.com/agentbox/agentbox/sandbox-image"
 )
 
-// Labels on every container a Manager makes.
+// Labels on the containers a Manager makes. Docker cannot change a
+// container's labels, and a warm container becomes a session when it is
+// handed to a key (renamed), so the name is the authority on what a
+// container is: <namespace>_pool_<suffix> is warm, any other
+// <namespace>_<session id> is a session, whatever its labels; the history
+// database holds every session's key. List, the sweep, agentbox ls and
+// session-viewer go by the name.
 const (
-	LabelNamespace = "io.agentbox.namespace" // the manager namespace
-	LabelRole      = "io.agentbox.role"      // RoleSession or RolePool
-	LabelStorage   = "io.agentbox.storage"   // TMPFS or BIND
-	LabelKey       = "io.agentbox.session-key"
+	LabelNamespace = "io.agentbox.namespace" // the manager namespace: on every container
+	LabelStorage   = "io.agentbox.storage"   // TMPFS or BIND: on every container
 	// LabelIdleTimeout is the session's own IDLE_TIMEOUT_S, in seconds
-	// ("0": never evicted): whichever manager sweeps applies it.
+	// ("0": never evicted): whichever manager sweeps applies it. On every
+	// container.
 	LabelIdleTimeout = "io.agentbox.idle-timeout"
+	// LabelRole is RoleSession on a container created for its key. Warm
+	// containers carry none (a session made from one has none either).
+	LabelRole = "io.agentbox.role"
+	// LabelKey is the session key (when printable and short) on a
+	// container created for its key; a session made from a warm container
+	// has none.
+	LabelKey = "io.agentbox.session-key"
 
 	RoleSession = "session"
-	RolePool    = "pool"
+	// RolePool was the role of warm containers, which kept it as sessions.
+	//
+	// Deprecated: warm containers carry no role; their name says what
+	// they are.
+	RolePool = "pool"
 )
 
-// DefaultNamespace is the namespace of a Manager without WithNamespace.
-const DefaultNamespace = "agentbox"
+// DefaultNamespace is the namespace of a Manager whose Config names none
+// and that has no WithNamespace.
+const DefaultNamespace = config.DefaultNamespace
 
 // Manager pins one container per session key and runs code in its kernel. It
 // is safe for concurrent use: calls on one key are serialized, calls on
@@ -92,8 +110,9 @@ func WithLogger(l *slog.Logger) Option {
 var nsPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
 
 // WithNamespace separates this Manager's containers from those of managers
-// with another namespace on the same engine (default "agentbox"): lowercase
-// letters, digits and dashes, at most 32.
+// with another namespace on the same engine: lowercase letters, digits and
+// dashes, at most 32. It wins over the Config's Namespace
+// (AGENTBOX_NAMESPACE, default "agentbox").
 func WithNamespace(ns string) Option {
 	return func(m *Manager) error {
 		if !nsPattern.MatchString(ns) {
@@ -146,9 +165,10 @@ func WithSweepInterval(d time.Duration) Option {
 
 // NewManager checks the configuration and the sandbox image, opens the
 // history database and starts the background sweep and warm pool. The
-// containers of earlier managers in the same namespace are reattached on
-// first use. Close releases it; containers keep running for the next
-// manager until they are idle.
+// containers of earlier managers in the same namespace (cfg.Namespace,
+// unless WithNamespace names another) are reattached on first use. Close
+// releases it; containers keep running for the next manager until they are
+// idle.
 func NewManager(ctx context.Context, cfg config.Config, opts ...Option) (*Manager, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -156,7 +176,7 @@ func NewManager(ctx context.Context, cfg config.Config, opts ...Option) (*Manage
 	m := &Manager{
 		cfg:         cfg,
 		log:         slog.New(slog.DiscardHandler),
-		ns:          DefaultNamespace,
+		ns:          cmp.Or(cfg.Namespace, DefaultNamespace),
 		lookup:      os.LookupEnv,
 		grace:       time.Minute,
 		sessions:    make(map[string]*entry),
@@ -291,14 +311,17 @@ func (m *Manager) Close(ctx context.Context) error {
 // unique in an engine, so two processes creating the same key make one.
 func (m *Manager) containerName(id string) string { return m.ns + "_" + id }
 
-// labels returns the labels of a new container.
+// labels returns the labels of a new container; role "" for a warm one,
+// which may become any key's session.
 func (m *Manager) labels(role string) map[string]string {
 	l := map[string]string{
 		LabelNamespace: m.ns,
-		LabelRole:      role,
 		LabelStorage:   string(m.cfg.SessionStorage),
 		// Seconds, rounded up: a timeout under a second is not "never".
 		LabelIdleTimeout: strconv.FormatInt(int64((m.cfg.IdleTimeout+time.Second-1)/time.Second), 10),
+	}
+	if role != "" {
+		l[LabelRole] = role
 	}
 	for k, v := range m.extraLabels {
 		l[k] = v

@@ -141,7 +141,9 @@ func (p *pool) start(ctx context.Context) (*pooled, error) {
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	name := m.ns + "_pool_" + suffix
-	id, err := m.drv.Create(ctx, m.spec(name, RolePool, workspace))
+	// No role or key label: handed to a key, it is renamed, and labels
+	// cannot follow (see LabelRole).
+	id, err := m.drv.Create(ctx, m.spec(name, "", workspace))
 	if err != nil {
 		// Cancelled mid-call, the engine may have made it all the same:
 		// it has a name of its own, so remove it by that.

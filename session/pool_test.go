@@ -15,7 +15,7 @@ import (
 // warm counts the warm containers of namespace ns.
 func warm(t *testing.T, ns string) int {
 	t.Helper()
-	list, err := dockertest.Engine(t).ListContainers(context.Background(), session.LabelNamespace+"="+ns, session.LabelRole+"="+session.RolePool)
+	list, err := dockertest.Engine(t).ListContainers(context.Background(), session.LabelNamespace+"="+ns)
 	if err != nil {
 		t.Fatal(err)
 	}

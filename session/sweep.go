@@ -55,7 +55,9 @@ func (m *Manager) sweep(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		pool := c.Labels[LabelRole] == RolePool && strings.HasPrefix(c.Name, m.ns+"_pool_")
+		// By name: a warm container handed to a key is renamed, and
+		// keeps the labels it was made with.
+		pool := strings.HasPrefix(c.Name, m.ns+"_pool_")
 		old := now.Sub(c.Created) > m.grace
 		// Each session keeps the idle timeout it was started with,
 		// whichever manager sweeps: one started with a short timeout does

@@ -1,7 +1,7 @@
 // Command agentbox runs Python code in agentbox sessions from a shell, for a
 // person trying the sandbox out or an agent driving it through a shell tool.
 //
-//	agentbox exec [--session KEY] [--timeout 30s] [--id EXEC_ID] [--json] [CODE | -]
+//	agentbox exec [--session KEY] [--timeout 30s] [--id EXEC_ID] [--json] [--quiet] [CODE | -]
 //	agentbox repl [--session KEY]
 //	agentbox ls [--json]
 //	agentbox stop KEY | --all
@@ -39,9 +39,9 @@ const (
 	exitInterrupted = 130 // Ctrl-C before the code started, as shells report SIGINT
 )
 
-// namespaceEnv isolates the containers of this command from those of other
-// users of the engine. It is deliberately undocumented: it exists so tests
-// (and the curious) can run without touching the default namespace.
+// namespaceEnv is the setting of the namespace whose sessions the command
+// sees (config.Config.Namespace), the same one a backend's Manager reads:
+// tests set it to keep their sessions apart.
 const namespaceEnv = "AGENTBOX_NAMESPACE"
 
 // closeTimeout bounds closing the manager, which runs even after Ctrl-C.
@@ -97,7 +97,11 @@ commands:
       --timeout D           interrupt the code after D, such as 30s or 2m (default EXEC_TIMEOUT_S)
       --id EXEC_ID          execution id: repeating an id prints the recorded result
                             without running the code again
-      --json                print the result as one JSON object and nothing else on stdout
+      --json                print the result as one JSON object and nothing else on stdout;
+                            when the code could not run (exit 2, 3, 130) the object is
+                            {"session", "id", "error": {"kind", "message"}}
+      --quiet               do not list the artifacts the code wrote (by default the
+                            first 5 are listed with their download URLs, the rest counted)
       --raw                 print the code's output as it is, escape sequences included
                             (by default they are shown escaped, such as \x1b for ESC, so
                             that the sandbox cannot act on your terminal)
@@ -119,6 +123,8 @@ exit status:
   130 interrupted by Ctrl-C before the code started
 
 environment (also read from ./.env; see example.env for all):
+  AGENTBOX_NAMESPACE   whose sessions: the namespace of the backend to poke
+                       (default agentbox; containers are <namespace>_<session id>)
   SANDBOX_IMAGE        sandbox image (default agentbox-sandbox:latest)
   EXEC_TIMEOUT_S       default timeout of one execution (default 120)
   IDLE_TIMEOUT_S       idle sessions are removed after this (default 2700)
@@ -164,11 +170,7 @@ func openManager(ctx context.Context, stderr io.Writer) (*session.Manager, int) 
 	// A short-lived process must not start warm containers: it would only
 	// remove them again on Close.
 	cfg.PoolSize = 0
-	ns := session.DefaultNamespace
-	if v := strings.TrimSpace(os.Getenv(namespaceEnv)); v != "" {
-		ns = v
-	}
-	m, err := session.NewManager(ctx, cfg, session.WithNamespace(ns))
+	m, err := session.NewManager(ctx, cfg) // the namespace is AGENTBOX_NAMESPACE's, as a backend's
 	if err != nil {
 		return nil, failure(ctx, stderr, err)
 	}
@@ -204,6 +206,7 @@ func failure(ctx context.Context, stderr io.Writer, err error) int {
 		}
 	case errors.Is(err, kernel.ErrIDConflict):
 		code = exitUsage // the caller reused an execution id for other code
+		msg += " (an --id names one execution: give other code a new one)"
 	case errors.Is(err, session.ErrSessionLost):
 		msg += " (the next command starts a fresh session)"
 	}

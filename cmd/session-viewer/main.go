@@ -10,6 +10,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -34,7 +35,8 @@ const (
 	exitSystem   = 3 // the engine (when it mattered) or the history database failed
 )
 
-// namespaceEnv selects the namespace, as for cmd/agentbox.
+// namespaceEnv is the setting of the namespace whose sessions are shown
+// (config.Config.Namespace), as for cmd/agentbox and a backend.
 const namespaceEnv = "AGENTBOX_NAMESPACE"
 
 // pollInterval is how often --follow looks for new executions.
@@ -115,10 +117,7 @@ func run(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writ
 		return exitUsage
 	}
 	cfg.PoolSize = 0
-	ns := session.DefaultNamespace
-	if v := strings.TrimSpace(os.Getenv(namespaceEnv)); v != "" {
-		ns = v
-	}
+	ns := cmp.Or(cfg.Namespace, session.DefaultNamespace)
 	if o.key == "" {
 		if o.follow {
 			fmt.Fprintln(stderr, "session-viewer: --follow needs a KEY or --dir")
@@ -159,8 +158,9 @@ exit status:
   3  the history database could not be read, or the engine failed where it
      was needed (the session runs but its state could not be read)
 
-environment (also read from ./.env): ARTIFACTS_DB, SESSIONS_ROOT,
-ARTIFACT_PUBLIC_URL, ARTIFACT_TOKEN_TTL_S, DOCKER_HOST.
+environment (also read from ./.env): AGENTBOX_NAMESPACE (the sessions of
+which namespace, default agentbox: the backend's), ARTIFACTS_DB,
+SESSIONS_ROOT, ARTIFACT_PUBLIC_URL, ARTIFACT_TOKEN_TTL_S, DOCKER_HOST.
 `)
 }
 
