@@ -22,10 +22,9 @@ const (
 
 func (t *toolset) listDatasets() Tool {
 	return Tool{
-		Name: "list_datasets",
-		Description: "List the datasets the sandbox can read, with their paths, sizes, columns and types, " +
-			"and the status of datasets selected with select_dataset. Call it before writing code that reads data.",
-		Schema: []byte(emptyObjectType),
+		Name:        "list_datasets",
+		Description: t.listDatasetsDescription(),
+		Schema:      []byte(emptyObjectType),
 		Call: func(ctx context.Context, input json.RawMessage) (string, error) {
 			var in struct{}
 			if msg := decode(input, &in, noInputExample); msg != "" {
@@ -42,6 +41,14 @@ func (t *toolset) listDatasets() Tool {
 			return cut(formatListing(l), t.opts.MaxReplyBytes), nil
 		},
 	}
+}
+
+func (t *toolset) listDatasetsDescription() string {
+	d := "List the datasets the sandbox can read, with their paths, sizes, columns and types"
+	if t.canSelect {
+		d += ", and the status of datasets selected with select_dataset"
+	}
+	return d + ". Call it before writing code that reads data."
 }
 
 func formatListing(l session.Listing) string {

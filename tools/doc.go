@@ -4,10 +4,11 @@
 // to its own framework, whether LangChain, an OpenAI or Anthropic tool list,
 // or a hand-written loop.
 //
-// New returns code_sandbox, list_datasets, select_dataset and
-// export_dataset, plus list_artifacts when the manager can list a session's
-// artifacts. Each tool finds the session of the conversation through
-// Options.SessionKey.
+// New returns code_sandbox, list_datasets, select_dataset (only when the
+// manager can select datasets: a tool that could only refuse is not
+// offered) and export_dataset, plus list_artifacts when the manager can
+// list a session's artifacts. Each tool finds the session of the
+// conversation through Options.SessionKey.
 //
 // # Replies and errors
 //
@@ -19,7 +20,11 @@
 // manager closed) and is for the backend, not the model. Every part of a
 // reply (stdout, stderr, result, traceback, listings) is cut to
 // Options.MaxReplyBytes, keeping its head and tail and saying how many bytes
-// were cut, so a model never receives megabytes.
+// were cut, so a model never receives megabytes. Lists of artifacts are cut
+// between entries instead, never inside a download URL, and say how many
+// they left out. An exception is shown as Python prints it: the last frames
+// of its traceback and its line ("ZeroDivisionError: division by zero")
+// once.
 //
 // # Contexts
 //

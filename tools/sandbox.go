@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentbox/agentbox/kernel"
 	"github.com/agentbox/agentbox/session"
 )
 
@@ -31,7 +32,7 @@ func (t *toolset) codeSandbox() Tool {
 			"Variables, imports and files persist between calls in this conversation. " +
 			"The reply shows stdout, stderr, the value of the last expression and any exception. " +
 			"Print what you need to see and keep output short. " +
-			"Datasets are read-only under /data, or under /session/data once selected with select_dataset; call list_datasets to see them. " +
+			t.datasetsHint() +
 			"Save files for the user under " + session.ArtifactsDir + "/ (figures are saved automatically); the reply lists their download URLs. " +
 			"The sandbox may have no internet access.",
 		Schema: []byte(`{"type":"object","properties":{` +
@@ -40,6 +41,15 @@ func (t *toolset) codeSandbox() Tool {
 			`"required":["code"],"additionalProperties":false}`),
 		Call: t.runCode,
 	}
+}
+
+// datasetsHint tells the model where datasets are, naming select_dataset
+// only when it is offered.
+func (t *toolset) datasetsHint() string {
+	if !t.canSelect {
+		return "Datasets, if any, are read-only under /data; call list_datasets to see them. "
+	}
+	return "Datasets are read-only under /data, or under " + session.DatasetsDir + " once selected with select_dataset; call list_datasets to see them. "
 }
 
 func (t *toolset) runCode(ctx context.Context, input json.RawMessage) (string, error) {
@@ -98,23 +108,13 @@ func (t *toolset) formatResult(r *session.Result) string {
 			break
 		}
 	}
-	if e := r.Error; e != nil {
-		tb := e.Traceback
-		if len(tb) > tracebackLines {
-			tb = tb[len(tb)-tracebackLines:]
-		}
-		text := e.Name + ": " + e.Value
-		if len(tb) > 0 {
-			text = strings.Join(tb, "\n") + "\n" + text
-		}
-		part("error", text)
+	if r.Error != nil {
+		part("error", exceptionText(r.Error))
 	}
 	if len(r.Artifacts) > 0 {
-		var a strings.Builder
-		for _, art := range r.Artifacts {
-			fmt.Fprintf(&a, "- %s (%s, %s): %s\n", name(art.Name), art.MIME, size(art.Size), art.URL)
-		}
-		part("artifacts", a.String())
+		// Listed whole or not at all: a URL cut in the middle is a broken
+		// link the model would hand on.
+		fmt.Fprintf(&b, "artifacts:\n%s", listArtifacts(r.Artifacts, max, 0))
 	}
 	var notes strings.Builder
 	note := func(format string, args ...any) { fmt.Fprintf(&notes, "- "+format+"\n", args...) }
@@ -144,4 +144,58 @@ func (t *toolset) formatResult(r *session.Result) string {
 		return "The code ran and produced no output. Print values or end with an expression to see them."
 	}
 	return b.String()
+}
+
+// exceptionText is the error part of a reply, as Python prints it: the
+// last tracebackLines lines of the traceback's frames (from the first
+// frame that starts among them), then the exception
+// line ("ZeroDivisionError: division by zero", or "KeyboardInterrupt" when
+// it has no value) and whatever follows it (the rest of a multi-line value,
+// notes). The traceback already ends with the exception line; it is not
+// added again. Without a traceback (a timeout, a restarted kernel) the
+// exception line stands alone.
+func exceptionText(e *kernel.Exception) string {
+	line := e.Name
+	if e.Value != "" {
+		line += ": " + e.Value
+	}
+	tb := e.Traceback
+	if len(tb) == 0 {
+		return line
+	}
+	at := exceptionLine(tb, e.Name)
+	if at < 0 {
+		// No line names the exception (an exception group, say): the
+		// tail of the traceback, then the exception.
+		if len(tb) > tracebackLines {
+			tb = tb[len(tb)-tracebackLines:]
+		}
+		return strings.Join(tb, "\n") + "\n" + line
+	}
+	frames := tb[:at]
+	if len(frames) > tracebackLines {
+		frames = frames[len(frames)-tracebackLines:]
+		// Start at a frame, not inside one.
+		for i, l := range frames {
+			if strings.HasPrefix(l, "  File ") {
+				frames = frames[i:]
+				break
+			}
+		}
+	}
+	return strings.Join(append(slices.Clip(frames), tb[at:]...), "\n")
+}
+
+// exceptionLine is the index of the last line of tb that begins the
+// exception name, as "Name", "Name: value" or, for an exception of a
+// module, "pkg.mod.Name: value"; -1 if none. Frames and source lines are
+// indented, so they never match.
+func exceptionLine(tb []string, name string) int {
+	for i := len(tb) - 1; i >= 0; i-- {
+		head, _, _ := strings.Cut(tb[i], ":")
+		if head == name || strings.HasSuffix(head, "."+name) && !strings.ContainsAny(head, " \t") {
+			return i
+		}
+	}
+	return -1
 }

@@ -32,10 +32,20 @@ type Manager interface {
 }
 
 // ArtifactLister is the optional capability of a Manager to list the
-// artifacts of a session, newest last. New adds list_artifacts when the
-// Manager has it.
+// artifacts of a session, newest first, every version of every name (as
+// *session.Manager does). New adds list_artifacts when the Manager has it;
+// the tool lists the latest version of each name.
 type ArtifactLister interface {
 	Artifacts(ctx context.Context, key string) ([]session.Artifact, error)
+}
+
+// DatasetSelector is the optional capability of a Manager to say whether
+// SelectDataset can load anything (*session.Manager: DATASET_ACCESS is API
+// or HYBRID and a fetcher is configured). New leaves select_dataset out,
+// and the other tools do not mention it, when it says false: the tool could
+// only refuse. A Manager without it is offered select_dataset.
+type DatasetSelector interface {
+	CanSelectDatasets() bool
 }
 
 // Options configure the tools.
@@ -60,7 +70,8 @@ const (
 )
 
 // New returns the tools backed by m, which is usually a *session.Manager:
-// code_sandbox, list_datasets, select_dataset and export_dataset, and
+// code_sandbox, list_datasets, select_dataset (unless m is a
+// DatasetSelector that cannot select) and export_dataset, and
 // list_artifacts if m is an ArtifactLister.
 func New(m Manager, opts Options) []Tool {
 	if opts.SessionKey == nil {
@@ -72,8 +83,15 @@ func New(m Manager, opts Options) []Tool {
 	if opts.MaxTimeout <= 0 {
 		opts.MaxTimeout = DefaultMaxTimeout
 	}
-	t := &toolset{m: m, opts: opts}
-	list := []Tool{t.codeSandbox(), t.listDatasets(), t.selectDataset(), t.exportDataset()}
+	t := &toolset{m: m, opts: opts, canSelect: true}
+	if s, ok := m.(DatasetSelector); ok {
+		t.canSelect = s.CanSelectDatasets()
+	}
+	list := []Tool{t.codeSandbox(), t.listDatasets()}
+	if t.canSelect {
+		list = append(list, t.selectDataset())
+	}
+	list = append(list, t.exportDataset())
 	if l, ok := m.(ArtifactLister); ok {
 		list = append(list, t.listArtifacts(l))
 	}
@@ -96,8 +114,9 @@ func callID(ctx context.Context) string {
 
 // toolset holds what every tool shares.
 type toolset struct {
-	m    Manager
-	opts Options
+	m         Manager
+	opts      Options
+	canSelect bool // select_dataset is offered
 }
 
 func (t *toolset) key(ctx context.Context) (string, error) {
