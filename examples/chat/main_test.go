@@ -6,15 +6,18 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/agentbox/agentbox/internal/dockertest"
+	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/session"
 )
 
@@ -42,18 +45,55 @@ func TestAgentLoopWithScriptedModel(t *testing.T) {
 	ns := "t-" + hex.EncodeToString(b[:])
 	t.Cleanup(func() { dockertest.Sweep(context.Background(), cli, session.LabelNamespace+"="+ns) })
 
+	// The server speaks the chat completions API as the OpenAI client
+	// sends and reads it.
+	type toolCall struct {
+		ID       string `json:"id"`
+		Type     string `json:"type"`
+		Function struct {
+			Name      string `json:"name"`
+			Arguments string `json:"arguments"`
+		} `json:"function"`
+	}
+	type message struct {
+		Role       string     `json:"role"`
+		Content    string     `json:"content"`
+		ToolCalls  []toolCall `json:"tool_calls,omitempty"`
+		ToolCallID string     `json:"tool_call_id,omitempty"`
+	}
 	var mu sync.Mutex
 	var seen []string
+	var tools []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
+			Model    string    `json:"model"`
 			Messages []message `json:"messages"`
-			Tools    []toolSpec
+			Tools    []struct {
+				Type     string `json:"type"`
+				Function struct {
+					Name       string         `json:"name"`
+					Parameters map[string]any `json:"parameters"`
+				} `json:"function"`
+			} `json:"tools"`
 		}
-		json.NewDecoder(r.Body).Decode(&req)
+		if r.URL.Path != "/chat/completions" || r.Header.Get("Authorization") != "Bearer test" {
+			http.Error(w, "unexpected request "+r.URL.Path, http.StatusNotFound)
+			return
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Messages) == 0 {
+			http.Error(w, fmt.Sprint("bad request: ", err), http.StatusBadRequest)
+			return
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		last := req.Messages[len(req.Messages)-1]
 		seen = append(seen, last.Role)
+		tools = tools[:0]
+		for _, tl := range req.Tools {
+			if tl.Type == "function" && tl.Function.Parameters["type"] == "object" {
+				tools = append(tools, tl.Function.Name)
+			}
+		}
 		var reply message
 		if last.Role == "user" {
 			reply = message{Role: "assistant", ToolCalls: []toolCall{{ID: "call_1", Type: "function"}}}
@@ -62,11 +102,16 @@ func TestAgentLoopWithScriptedModel(t *testing.T) {
 		} else {
 			reply = message{Role: "assistant", Content: "The sandbox says: " + strings.TrimSpace(last.Content)}
 		}
-		json.NewEncoder(w).Encode(map[string]any{"choices": []any{map[string]any{"message": reply}}})
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{
+			"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": req.Model,
+			"choices": []any{map[string]any{"index": 0, "finish_reason": "stop", "message": reply}},
+		})
 	}))
 	defer srv.Close()
 
-	env := map[string]string{"OPENAI_API_KEY": "test", "OPENAI_BASE_URL": srv.URL, "AGENTBOX_NAMESPACE": ns}
+	t.Setenv("AGENTBOX_NAMESPACE", ns) // read by the configuration, as every setting
+	env := map[string]string{"OPENAI_API_KEY": "test", "OPENAI_BASE_URL": srv.URL}
 	lookup := func(k string) (string, bool) {
 		if v, ok := env[k]; ok {
 			return v, true
@@ -82,5 +127,16 @@ func TestAgentLoopWithScriptedModel(t *testing.T) {
 	}
 	if len(seen) != 2 || seen[1] != "tool" {
 		t.Fatalf("model saw %v", seen)
+	}
+	if !slices.Contains(tools, "code_sandbox") {
+		t.Errorf("the model was offered %v, want code_sandbox among them", tools)
+	}
+	st, err := store.Open(context.Background(), filepath.Join(dir, "artifacts.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if rows, err := st.Sessions(context.Background(), ns); err != nil || len(rows) != 1 || rows[0].StopReason != "stopped" {
+		t.Errorf("sessions of AGENTBOX_NAMESPACE=%s: %+v, %v; want the chat's, stopped at the end", ns, rows, err)
 	}
 }
