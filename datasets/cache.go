@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/agentbox/agentbox/artifacts"
-	"github.com/agentbox/agentbox/internal/store"
 )
 
 // DefaultMaxBytes is the size cap Cache.Get applies when given none: 1 GiB.
@@ -96,10 +95,10 @@ type flight struct {
 	err     error
 }
 
-// NewCache returns a Cache storing blobs in blobs and its index in s, whose
-// migrations create the tables. It does no I/O.
-func NewCache(blobs *artifacts.Blobstore, s *store.Store, opts ...CacheOption) *Cache {
-	c := &Cache{blobs: blobs, db: s.DB(), scope: ScopeShared,
+// NewCache returns a Cache storing blobs in blobs and its index in db (the
+// agentbox database, whose migrations create the tables). It does no I/O.
+func NewCache(blobs *artifacts.Blobstore, db artifacts.Database, opts ...CacheOption) *Cache {
+	c := &Cache{blobs: blobs, db: db.DB(), scope: ScopeShared,
 		inflight: make(map[string]*flight), cancels: make(map[*flight]context.CancelFunc)}
 	for _, o := range opts {
 		o(c)

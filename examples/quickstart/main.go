@@ -29,7 +29,6 @@ import (
 	"github.com/agentbox/agentbox/datasets"
 	"github.com/agentbox/agentbox/internal/docker"
 	"github.com/agentbox/agentbox/internal/imagesetup"
-	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/kernel"
 	"github.com/agentbox/agentbox/session"
 )
@@ -84,10 +83,11 @@ func run(ctx context.Context) error {
 		return err
 	}
 	cfg.ArtifactPublicURL = "http://" + ln.Addr().String()
-	srv, err := artifactServer(ctx, cfg)
+	srv, downloads, err := artifactServer(ctx, cfg)
 	if err != nil {
 		return err
 	}
+	defer downloads.Close()
 	go srv.Serve(ln)
 	defer srv.Close()
 
@@ -184,22 +184,15 @@ func makeDataset() ([]byte, error) {
 	return buf.Bytes(), err
 }
 
-// artifactServer is the download handler over the demo's database.
-func artifactServer(ctx context.Context, cfg config.Config) (*http.Server, error) {
-	st, err := store.Open(ctx, cfg.ArtifactsDB)
+// artifactServer serves the downloads of the demo's configuration, as a
+// program's own server would: artifacts.Open is the handler artifact-server
+// runs.
+func artifactServer(ctx context.Context, cfg config.Config) (*http.Server, *artifacts.Handler, error) {
+	h, err := artifacts.Open(ctx, cfg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	secret, err := artifacts.LoadOrCreateSecret(artifacts.SecretPath(cfg.ArtifactsDB))
-	if err != nil {
-		return nil, err
-	}
-	signer, err := artifacts.NewSigner(artifacts.Keys{Current: artifacts.Key{Secret: secret}}, cfg.TokenTTL)
-	if err != nil {
-		return nil, err
-	}
-	h := artifacts.NewHandler(artifacts.NewIndex(st), artifacts.NewBlobstore(cfg.BlobstoreDir), signer)
-	return &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}, nil
+	return &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}, h, nil
 }
 
 // checkDownload fetches an artifact through its URL and checks its bytes.
