@@ -34,7 +34,8 @@ func (t *toolset) codeSandbox() Tool {
 			"Print what you need to see and keep output short. " +
 			t.datasetsHint() +
 			"Save files for the user under " + session.ArtifactsDir + "/ (figures are saved automatically); the reply lists their download URLs. " +
-			"The sandbox may have no internet access.",
+			"The sandbox may have no internet access and cannot pip install: if an import fails, the module is not installed in the sandbox image; " +
+			"tell the user to ask the operator to add the Debian package (python3-<name>) with SANDBOX_EXTRA_PACKAGES, and carry on without it.",
 		Schema: []byte(`{"type":"object","properties":{` +
 			`"code":{"type":"string","description":"Python code to run"},` +
 			`"timeout_s":{"type":"number","exclusiveMinimum":0,"description":"seconds before the code is interrupted (optional)"}},` +
@@ -109,7 +110,7 @@ func (t *toolset) formatResult(r *session.Result) string {
 		}
 	}
 	if r.Error != nil {
-		part("error", exceptionText(r.Error))
+		part("error", exceptionText(r.Error)+missingModuleHint(r.Error))
 	}
 	if len(r.Artifacts) > 0 {
 		// Listed whole or not at all: a URL cut in the middle is a broken
@@ -198,4 +199,32 @@ func exceptionLine(tb []string, name string) int {
 		}
 	}
 	return -1
+}
+
+// missingModuleHint answers a ModuleNotFoundError ("No module named
+// 'x.y'") with a line naming the Debian package that would bring module x;
+// "" for any other exception. The sandbox has no network and no pip:
+// packages come from Debian, added by the operator.
+func missingModuleHint(e *kernel.Exception) string {
+	if e == nil || e.Name != "ModuleNotFoundError" {
+		return ""
+	}
+	name, ok := strings.CutPrefix(e.Value, "No module named ")
+	if !ok {
+		return ""
+	}
+	name = strings.Trim(name, "'\"")
+	name, _, _ = strings.Cut(name, ".")
+	if name == "" || strings.ContainsAny(name, " \t\n") {
+		return ""
+	}
+	return "\nmodule " + name + " is not installed in the sandbox image; ask the operator to add the Debian package " +
+		DebianPackage(name) + " (SANDBOX_EXTRA_PACKAGES)"
+}
+
+// DebianPackage is the Debian package that usually provides Python module
+// name: python3- then the name in lower case, underscores as hyphens
+// (sklearn: python3-sklearn, yaml: python3-yaml, dateutil: python3-dateutil).
+func DebianPackage(module string) string {
+	return "python3-" + strings.ReplaceAll(strings.ToLower(module), "_", "-")
 }
