@@ -92,6 +92,11 @@ type Config struct {
 	// SandboxImage is the image every session container runs.
 	// SANDBOX_IMAGE, default agentbox-sandbox:latest.
 	SandboxImage string
+	// ExtraPackages are Debian packages sandbox-setup adds to the sandbox
+	// image (a derived image, tagged SandboxImage, built on the base
+	// sandbox image). SANDBOX_EXTRA_PACKAGES, comma-separated Debian
+	// package names, default none.
+	ExtraPackages []string
 	// TmpfsSizeMB is the size of /session in TMPFS mode, in MiB.
 	// TMPFS_SIZE_MB, default 1024, at least 16.
 	TmpfsSizeMB int
@@ -524,6 +529,7 @@ const (
 	wantSeccomp    = "default, engine, unconfined (with SANDBOX_ALLOW_UNCONFINED=true) or the absolute path of a JSON seccomp profile"
 	wantConfined   = "default, engine or a profile file; unconfined (no seccomp filter at all) needs SANDBOX_ALLOW_UNCONFINED=true"
 	wantEnvList    = "comma-separated variable names matching " + envNamePattern
+	wantPackages   = "comma-separated Debian package names matching " + debPackagePattern + ", such as python3-statsmodels,python3-seaborn"
 	wantAddr       = `host:port with a port from 0 to 65535, such as ":8000"`
 	wantURL        = "an absolute http or https URL with a host and no query, fragment or user info"
 	wantTemplate   = "an http or https URL containing {id}, such as https://data.example/datasets/{id}"
@@ -532,6 +538,8 @@ const (
 
 	namePattern    = `^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`
 	envNamePattern = `^[A-Za-z_][A-Za-z0-9_]*$`
+	// debPackagePattern is Debian's package-name grammar.
+	debPackagePattern = `^[a-z0-9][a-z0-9+.-]+$`
 
 	// maxSeconds keeps a duration in seconds from overflowing time.Duration.
 	maxSeconds = math.MaxInt64 / int64(time.Second)
@@ -546,8 +554,9 @@ var (
 		`[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*` +
 		`(?::[a-zA-Z0-9_][a-zA-Z0-9_.-]{0,127})?` +
 		`(?:@sha256:[a-f0-9]{64})?$`)
-	nameRE    = regexp.MustCompile(namePattern)
-	envNameRE = regexp.MustCompile(envNamePattern)
+	nameRE       = regexp.MustCompile(namePattern)
+	envNameRE    = regexp.MustCompile(envNamePattern)
+	debPackageRE = regexp.MustCompile(debPackagePattern)
 	// userRE accepts what docker run --user does, minus oddities: a uid or
 	// a name, optionally followed by :gid or :group.
 	userRE = regexp.MustCompile(`^([0-9]+|[a-z_][a-z0-9_.-]*)(?::([0-9]+|[a-z_][a-z0-9_.-]*))?$`)
@@ -628,6 +637,23 @@ func specs() []spec {
 			check: func(c Config) string {
 				if !imageRE.MatchString(c.SandboxImage) {
 					return wantImage
+				}
+				return ""
+			},
+		},
+		{
+			name: "SANDBOX_EXTRA_PACKAGES", def: "",
+			help: "comma-separated Debian packages sandbox-setup adds to the sandbox image, such as python3-statsmodels,python3-seaborn",
+			set: func(c *Config, v string) bool {
+				c.ExtraPackages = splitList(v)
+				return true
+			},
+			get: func(c Config) string { return strings.Join(c.ExtraPackages, ",") },
+			check: func(c Config) string {
+				for _, n := range c.ExtraPackages {
+					if !debPackageRE.MatchString(n) {
+						return wantPackages + " (" + strconv.Quote(n) + " does not)"
+					}
 				}
 				return ""
 			},
