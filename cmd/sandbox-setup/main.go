@@ -3,6 +3,12 @@
 //
 //	sandbox-setup            build the image if it is missing or stale
 //	sandbox-setup --check    report on the engine, the image and the security options
+//	sandbox-setup --extra-packages python3-statsmodels,python3-seaborn
+//	                         also add Debian packages (or SANDBOX_EXTRA_PACKAGES)
+//
+// With extra packages, SANDBOX_IMAGE (or --image) names the derived image
+// sessions run, and the sandbox image it derives from is tagged as it with
+// "-base" added to the tag (agentbox-sandbox:latest-base), or --sandbox-base.
 //
 // It needs no checkout and no registry: when no Debian base image can be found
 // or pulled, it bootstraps one with debootstrap (run as root).
@@ -16,6 +22,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/agentbox/agentbox/config"
@@ -52,6 +59,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		force     = fs.Bool("force", false, "rebuild even if the image is current")
 		quiet     = fs.Bool("quiet", false, "print only errors and the final line")
 		envFile   = fs.String("env-file", ".env", "dotenv file to read settings from, if it exists")
+		extra     = fs.String("extra-packages", "", "comma-separated Debian packages to add to the image, such as python3-statsmodels,python3-seaborn (default: SANDBOX_EXTRA_PACKAGES)")
+		coreImage = fs.String("sandbox-base", "", "with extra packages, the tag of the sandbox image they are added to (default: the image's tag with -base added)")
 	)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: sandbox-setup [flags]\n\nBuilds the agentbox sandbox image (or, with --check, diagnoses the host).\n\nflags:\n")
@@ -74,6 +83,31 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if *image == "" {
 		*image = cfg.SandboxImage
+	}
+	packages := cfg.ExtraPackages
+	if *extra != "" {
+		packages = nil
+		for _, p := range strings.Split(*extra, ",") {
+			if p = strings.TrimSpace(p); p == "" {
+				continue
+			}
+			if !imagesetup.ValidPackage(p) {
+				fmt.Fprintf(stderr, "sandbox-setup: --extra-packages: %q is not a Debian package name (want names matching ^[a-z0-9][a-z0-9+.-]+$)\n", p)
+				return exitUsage
+			}
+			packages = append(packages, p)
+		}
+	}
+	target := *image
+	if len(packages) > 0 && !*check {
+		if *coreImage == "" {
+			*coreImage = BaseTag(target)
+		}
+		if *coreImage == "" || *coreImage == target {
+			fmt.Fprintf(stderr, "sandbox-setup: cannot name the base of %s; give --sandbox-base\n", target)
+			return exitUsage
+		}
+		*image = *coreImage
 	}
 	cli, err := docker.New()
 	if err != nil {
@@ -110,6 +144,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return exitProblem
 	}
+	if len(packages) > 0 {
+		xres, err := imagesetup.EnsureExtra(ctx, cli, imagesetup.ExtraOptions{
+			Image:    target,
+			Base:     *image,
+			Packages: packages,
+			Force:    *force,
+			Out:      out,
+		})
+		if err != nil {
+			fmt.Fprintf(stderr, "sandbox-setup: %v\n", err)
+			return exitProblem
+		}
+		res.Image, res.Built = xres.Image, res.Built || xres.Built
+	}
 	if *quiet {
 		if res.Built {
 			fmt.Fprintf(stdout, "built %s\n", res.Image)
@@ -118,4 +166,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return exitOK
+}
+
+// BaseTag is the tag of the sandbox image extra packages are added to: image
+// with "-base" added to its tag ("latest" when it has none); "" for a
+// reference by digest.
+func BaseTag(image string) string {
+	if strings.Contains(image, "@") {
+		return ""
+	}
+	repo, tag := image, "latest"
+	if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
+		repo, tag = image[:i], image[i+1:]
+	}
+	return repo + ":" + tag + "-base"
 }
