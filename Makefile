@@ -5,7 +5,7 @@ GO      ?= go
 BIN     := bin
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 
-.PHONY: all build host-deps image demo test bench vet fmt clean
+.PHONY: all build host-deps image demo test test-runsc bench vet fmt clean
 
 all: build
 
@@ -34,6 +34,15 @@ demo: image
 
 test: image vet
 	$(GO) test -race -count=1 -timeout 15m ./...
+
+# The kernel's tests and the session fault and security suites again, every
+# sandbox under gVisor (needs runsc registered with the engine:
+# .ci/register-runsc does it). The rest of the session tests exercise the
+# host side, which does not depend on the runtime.
+RUNSC_TESTS := TestContainerLost|TestLost|TestOutOfMemory|TestForkBomb|TestFullSessionDisk|TestHostileKeys|TestManagerKilled|TestStoppedInit|TestCodeCannotReach|TestArtifactsInPrivate|TestArtifactsFolderLink|TestLockedDown|TestEnvPassthrough|TestSeccomp|TestKilledManager|TestBind|TestMaxOutputBytes|TestDatasetsLocalReadOnly|TestPause|TestRun|TestFiles
+test-runsc: image
+	AGENTBOX_TEST_RUNTIME=runsc $(GO) test -race -count=1 -timeout 15m ./kernel
+	AGENTBOX_TEST_RUNTIME=runsc $(GO) test -race -count=1 -timeout 15m -run '$(RUNSC_TESTS)' ./session
 
 bench: image
 	$(GO) test -run '^$$' -bench . -benchtime 2s -count 1 ./...

@@ -235,6 +235,37 @@ type Config struct {
 	// as PNG artifacts, so a text-only agent gets a URL for its chart.
 	// ARTIFACT_FIGURES, default true.
 	ArtifactFigures bool
+
+	// FilesMaxFileMB caps one file written into or read whole out of a
+	// session through the files API (Manager.WriteFiles, ReadFile), in
+	// MiB; a larger one is refused with session.ErrFileTooLarge.
+	// FILES_MAX_FILE_MB, default 1024, from 1 to 1048576.
+	FilesMaxFileMB int
+	// FilesMaxCallMB caps the bytes of one WriteFiles call, all its files
+	// together, in MiB. FILES_MAX_CALL_MB, default 2048, from 1 to
+	// 1048576.
+	FilesMaxCallMB int
+	// Lifecycle and per-session options (see lifecycle.go).
+
+	// SessionTTL is the time to live of a new session that asks for none:
+	// past it the sweep removes the session, used or not; Renew extends
+	// it. 0 means none. SESSION_TTL_S, in whole seconds, default 0.
+	SessionTTL time.Duration
+	// MaxSessionTTL is the longest time to live a session may ask for, at
+	// creation or by a renewal; 0 means no maximum (then a session may
+	// also have none). SESSION_MAX_TTL_S, in whole seconds, default 0.
+	MaxSessionTTL time.Duration
+	// MaxMemoryMB is the most memory a session may ask for at creation, in
+	// MiB; 0 means SANDBOX_MEMORY_MB (sessions may ask for less, not
+	// more). SANDBOX_MAX_MEMORY_MB, default 0.
+	MaxMemoryMB int
+	// MaxCPUs is the most CPUs a session may ask for at creation; 0 means
+	// SANDBOX_CPUS. SANDBOX_MAX_CPUS, default 0.
+	MaxCPUs float64
+	// SandboxImages are the images a session may ask for by name, besides
+	// SandboxImage (whose name is "default"). SANDBOX_IMAGES,
+	// comma-separated name=reference pairs, default none.
+	SandboxImages map[string]string
 }
 
 // Values of Config.DatasetCacheScope (datasets.Scope has the same names).
@@ -321,6 +352,8 @@ func Default() Config {
 		DatasetMaxMB:         1024,
 		DatasetCacheScope:    CacheShared,
 		ExportDir:            "./exports",
+		FilesMaxFileMB:       1024,
+		FilesMaxCallMB:       2048,
 	}
 }
 
@@ -568,6 +601,10 @@ var (
 // specs returns the variables in the order of example.env. It builds a fresh
 // list each call so there is no package state to guard.
 func specs() []spec {
+	return append(baseSpecs(), lifecycleSpecs()...)
+}
+
+func baseSpecs() []spec {
 	return []spec{
 		// LangGraph-Sandbox's names, with its meanings.
 		{
@@ -902,6 +939,12 @@ func specs() []spec {
 		},
 		pathSpec("EXPORT_DIR", "./exports", "host directory files exported from sessions are copied to",
 			func(c *Config) *string { return &c.ExportDir }),
+
+		// The files API (write, read, list files in a session).
+		intSpec("FILES_MAX_FILE_MB", "largest file written into or read whole out of a session by the files API, in MiB", 1024, 1, 1<<20,
+			func(c *Config) *int { return &c.FilesMaxFileMB }),
+		intSpec("FILES_MAX_CALL_MB", "most bytes one write of files into a session carries, all files together, in MiB", 2048, 1, 1<<20,
+			func(c *Config) *int { return &c.FilesMaxCallMB }),
 	}
 }
 

@@ -126,6 +126,13 @@ func TestDefaults(t *testing.T) {
 		{"DATASET_MAX_MB", c.DatasetMaxMB, 1024},
 		{"DATASET_CACHE_SCOPE", c.DatasetCacheScope, config.CacheShared},
 		{"EXPORT_DIR", filepath.Base(c.ExportDir), "exports"},
+		{"FILES_MAX_FILE_MB", c.FilesMaxFileMB, 1024},
+		{"FILES_MAX_CALL_MB", c.FilesMaxCallMB, 2048},
+		{"SESSION_TTL_S", c.SessionTTL, time.Duration(0)},
+		{"SESSION_MAX_TTL_S", c.MaxSessionTTL, time.Duration(0)},
+		{"SANDBOX_MAX_MEMORY_MB", c.MaxMemoryMB, 0},
+		{"SANDBOX_MAX_CPUS", c.MaxCPUs, 0.0},
+		{"SANDBOX_IMAGES", c.SandboxImages, map[string]string(nil)},
 	}
 	var names []string
 	for _, tt := range tests {
@@ -368,6 +375,9 @@ func TestBadValues(t *testing.T) {
 		{"ARTIFACT_TOKEN_TTL_S", "86401", `ARTIFACT_TOKEN_TTL_S="86401": want an integer from 1 to 86400`},
 		{"ARTIFACT_TOKEN_SECRET", "short-secret", `ARTIFACT_TOKEN_SECRET=<redacted, 12 chars>: want at least 32 characters`},
 		{"ARTIFACT_MAX_FILE_MB", "0", `ARTIFACT_MAX_FILE_MB="0": want an integer from 1 to 1048576`},
+		{"FILES_MAX_FILE_MB", "0", `FILES_MAX_FILE_MB="0": want an integer from 1 to 1048576`},
+		{"FILES_MAX_FILE_MB", "1MB", `FILES_MAX_FILE_MB="1MB": want an integer from 1 to 1048576`},
+		{"FILES_MAX_CALL_MB", "2097152", `FILES_MAX_CALL_MB="2097152": want an integer from 1 to 1048576`},
 		{"ARTIFACT_MAX_FILES", "-3", `ARTIFACT_MAX_FILES="-3": want an integer from 1 to 1048576`},
 		{"ARTIFACT_MAX_SESSION_MB", "lots", `ARTIFACT_MAX_SESSION_MB="lots": want an integer from 0 to 1073741824`},
 		{"ARTIFACT_MOVE", "maybe", `ARTIFACT_MOVE="maybe": want true or false`},
@@ -815,6 +825,8 @@ func TestValidate(t *testing.T) {
 			`DATASETS_API_TIMEOUT_S="0": want an integer ≥ 1`,
 			`DATASET_MAX_MB="0": want an integer from 1 to 1048576`,
 			`EXPORT_DIR="": want a path`,
+			`FILES_MAX_FILE_MB="0": want an integer from 1 to 1048576`,
+			`FILES_MAX_CALL_MB="0": want an integer from 1 to 1048576`,
 		}, "\n")},
 	}
 	for _, tt := range tests {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentbox/agentbox/internal/docker"
 	"github.com/agentbox/agentbox/internal/dockertest"
 	"github.com/agentbox/agentbox/kernel"
 )
@@ -73,6 +74,69 @@ func BenchmarkRoundTrip(b *testing.B) {
 	report(b, "pass", pass, floor)
 	report(b, "incr", incr, floor)
 	report(b, "expr", expr, floor)
+}
+
+// BenchmarkRoundTripRuntimes measures `pass` through the kernel under runc
+// and under gVisor (runsc) side by side, interleaved, against the same floor
+// (the echo over docker exec -i into the runc container); the echo into the
+// gVisor container is reported too, as the transport's own share. Skipped
+// when the engine has no runsc.
+func BenchmarkRoundTripRuntimes(b *testing.B) {
+	if !dockertest.HasRuntime(b, "runsc") {
+		b.Skip("the engine has no runsc runtime (.ci/run registers it)")
+	}
+	cli := dockertest.Engine(b)
+	ctx := context.Background()
+	type box struct {
+		c    *kernel.Client
+		echo *bufio.Reader
+		send func([]byte)
+	}
+	open := func(runtime string) box {
+		id := dockertest.Sandbox(b, func(s *docker.ContainerSpec) { s.Runtime = runtime })
+		stream, err := cli.Exec(ctx, id, "", []string{"python3", "-I", "-S", "-c", echoFloor})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { stream.Close() })
+		send := func(p []byte) {
+			if _, err := stream.Write(p); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return box{dockertest.Dial(b, id), bufio.NewReader(stream), send}
+	}
+	runc, runsc := open(""), open("runsc")
+	msg := []byte(`{"type":"execute","code":"pass"}` + "\n")
+	echo := func(x box) time.Duration {
+		start := time.Now()
+		x.send(msg)
+		if _, err := x.echo.ReadBytes('\n'); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	pass := func(x box) time.Duration {
+		start := time.Now()
+		res, err := x.c.Execute(ctx, kernel.ExecRequest{Code: "pass"}, nil)
+		d := time.Since(start)
+		if err != nil || res.Error != nil {
+			b.Fatalf("pass: %v %+v", err, res)
+		}
+		return d
+	}
+	var floor, floorG, passR, passG samples
+	for i := 0; i < b.N+20; i++ { // 20 warm-up rounds are dropped
+		f, fg, r, g := echo(runc), echo(runsc), pass(runc), pass(runsc)
+		if i >= 20 {
+			floor, floorG, passR, passG = append(floor, f), append(floorG, fg), append(passR, r), append(passG, g)
+		}
+	}
+	report(b, "floor", floor, nil)
+	report(b, "floorRunsc", floorG, floor)
+	report(b, "runc", passR, floor)
+	report(b, "runsc", passG, floor)
+	b.ReportMetric(float64(passG.Pct(0.5))/float64(passR.Pct(0.5)), "runsc/runc")
 }
 
 // BenchmarkOutput1MiB measures 1 MiB of stdout through the kernel (goal:

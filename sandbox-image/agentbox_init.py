@@ -185,9 +185,239 @@ def describe_exit(status, oom_before, oom_after):
         except ValueError:
             name = "signal %d" % sig
         if sig == signal.SIGKILL and oom_before is not None and oom_after is not None and oom_after > oom_before:
-            return "killed by the out-of-memory killer (the sandbox's memory limit was reached)", True
+            limit = " of %d MiB" % (MEMORY_LIMIT >> 20) if MEMORY_LIMIT else ""
+            return "killed by the out-of-memory killer (the sandbox's memory limit%s was reached)" % limit, True
         return "killed by signal %d (%s)" % (sig, name), False
     return "exited with code %d" % os.WEXITSTATUS(status), False
+
+
+# -- memory: the container must outlive whatever eats its memory ---------------
+#
+# Under runc the kernel's OOM killer ends the largest process of the
+# container's cgroup when the limit is reached: the worker, which the init
+# restarts and reports. Under gVisor (runsc) the whole sandbox, its own kernel
+# (the Sentry) included, is one cgroup on the host and the Sentry is the
+# process the host's OOM killer ends: the container goes, and /session with it.
+# So the init watches the container's memory itself and, past a ceiling below
+# the limit, kills the largest process it started (the worker, or what the
+# code ran), as the kernel would, but in time; under runc the kernel's OOM
+# killer stays behind it, reported as before.
+
+MIB = 1 << 20
+# The container's memory limit in bytes (session/create.go passes it); 0 or
+# unset turns the watchdog off.
+try:
+    MEMORY_LIMIT = max(0, int(os.environ.get("AGENTBOX_MEMORY_LIMIT") or 0))
+except ValueError:
+    MEMORY_LIMIT = 0
+# How often the init looks: while code runs (or memory grew since the last
+# look), and otherwise. One look costs a pread and a few finds: about 20 us
+# under gVisor when memory is steady, 0.1-3 ms while it grows by a GB/s.
+MEMORY_POLL_BUSY = 0.01
+MEMORY_POLL_IDLE = 0.25
+MEMORY_GROWTH = 8 * MIB  # grown by more between idle looks: look fast
+# An execution that starts with the container already past the ceiling
+# (files in /session fill its memory) may still add this much: enough to
+# list and delete them, which a kill on the first look would forbid.
+MEMORY_SLACK = 16 * MIB
+# After killing a process, how long to wait for its memory to be freed
+# before choosing another one.
+MEMORY_VICTIM_WAIT = 1.0
+# Under gVisor a timed look can come late: with the host's CPUs busy, 60-100
+# ms passed unseen between two looks while a bytearray grew at 1.1-1.5 GB/s,
+# enough to pass the limit from 100 MiB below it. Memory that has grown
+# steadily over the last two windows is projected this far ahead; when that
+# passes the hard level, the init stops sleeping between looks (a runnable
+# process is not left waiting that long) until the growth stops or reaches
+# the ceiling. A single burst (an import mapping its libraries) is not
+# steady growth.
+MEMORY_HORIZON = 0.2
+
+
+def memory_reserve(limit, kind):
+    """Returns (reserve, overhead): how far below the limit the ceiling sits,
+    and the part of it the gauge cannot see.
+
+    Measured on 256 MiB and 1 GiB containers (Docker 20.10, cgroup v1, runsc
+    0.0~20221219, ptrace platform): the host charges the container 20-31 MiB
+    more than gVisor's /proc/meminfo says is used (the Sentry's own heap and
+    kernel memory, the gofer), whatever the load (idle, 500 MiB anonymous,
+    300 MiB tmpfs, numpy, pandas, scipy and sklearn imported); hence 48 MiB
+    of overhead under gVisor, below which lies the hard level, and none under
+    a cgroup gauge, which is the limit's own count. Below that, the larger of
+    16 MiB and a thirty-second of the limit for growth between two looks at
+    the pace the horizon does not project (a bytearray adds 10-16 MiB per
+    look under gVisor; under runc the kernel's killer is behind anyway). So
+    a 1 GiB limit puts the ceiling at 992 MiB under runc and 944 MiB under
+    gVisor (hard level 976), 256 MiB at 240 and 192 (208); fast steady growth
+    under gVisor is stopped a horizon earlier (a bytearray: at 840-900 MiB
+    of 1 GiB, 180-200 of 256 MiB).
+
+    Checked under load: three sandboxes filling their memory at once while
+    two processes spun on the host's two cores, 24 of 24 1 GiB sandboxes
+    survived bytearray(3 * 1024**3) (host peak 964 MiB), and 35 of 36 256 MiB
+    ones survived numpy or a subprocess doing the same; the one lost had a
+    look come more than 100 ms late. Unloaded, none is lost."""
+    overhead = 48 * MIB if kind == "meminfo" else 0
+    return overhead + max(16 * MIB, limit // 32), overhead
+
+
+class MemoryGauge:
+    """The memory of the whole container that nothing can reclaim (no swap):
+    anonymous memory and tmpfs, from the cgroup where the runtime shows it
+    (runc); else, under gVisor, its own count of everything it holds
+    (MemTotal - MemFree in /proc/meminfo, whose MemTotal is the limit there;
+    page cache included, since on the host it is the Sentry's memory too).
+    The file stays open: a pread at 0 reads it afresh."""
+
+    SOURCES = (
+        ("/sys/fs/cgroup/memory.stat", "cgroup v2", (b"\nanon ", b"\nshmem ")),
+        ("/sys/fs/cgroup/memory/memory.stat", "cgroup v1", (b"\ntotal_rss ", b"\ntotal_shmem ")),
+        ("/proc/meminfo", "meminfo", (b"\nMemTotal:", b"\nMemFree:")),
+    )
+
+    def __init__(self, fd, kind, keys):
+        self.fd = fd
+        self.kind = kind
+        self.keys = keys
+
+    @classmethod
+    def open(cls, limit):
+        for path, kind, keys in cls.SOURCES:
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                continue
+            g = cls(fd, kind, keys)
+            total = g.field(0) if kind == "meminfo" else None
+            # /proc/meminfo counts the container only where its total is the
+            # limit (gVisor); elsewhere it is the host's.
+            if g.read() is not None and (total is None or total * 1024 <= limit + limit // 16):
+                return g
+            os.close(fd)
+        return None
+
+    def field(self, i, data=None):
+        if data is None:
+            data = b"\n" + os.pread(self.fd, 8192, 0)
+        key = self.keys[i]
+        at = data.find(key)
+        if at < 0:
+            raise ValueError("no %r" % key)
+        at += len(key)
+        return int(data[at:data.find(b"\n", at)].split()[0])
+
+    def read(self):
+        """Returns the bytes in use, or None."""
+        try:
+            data = b"\n" + os.pread(self.fd, 8192, 0)
+            if self.kind == "meminfo":
+                return (self.field(0, data) - self.field(1, data)) * 1024
+            return self.field(0, data) + self.field(1, data)
+        except (OSError, ValueError, IndexError):
+            return None
+
+
+def started_processes():
+    """Returns [(resident bytes, pid, name)] of the processes the init
+    started, directly or not (its descendants: the worker and whatever the
+    code ran, not what `docker exec` runs), largest first."""
+    procs = {}
+    page = os.sysconf("SC_PAGE_SIZE")
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name, "rb") as f:
+                st = f.read()
+            end = st.rindex(b")")
+            fields = st[end + 2:].split()
+            procs[int(name)] = (int(fields[1]), int(fields[21]) * page, st[st.find(b"(") + 1:end].decode("utf-8", "replace"), fields[0])
+        except (OSError, ValueError, IndexError):
+            continue
+    mine = {1: True}
+
+    def descends(pid):
+        seen = []
+        while pid not in mine:
+            info = procs.get(pid)
+            if info is None or len(seen) > 4096:
+                break
+            seen.append(pid)
+            pid = info[0]
+        ok = mine.get(pid, False)
+        for p in seen:
+            mine[p] = ok
+        return ok
+
+    out = [(rss, pid, name) for pid, (_, rss, name, state) in procs.items() if pid != 1 and state not in (b"Z", b"X") and descends(pid)]
+    out.sort(reverse=True)
+    return out
+
+
+class MemoryWatch:
+    """The watchdog's state: the gauge, the ceiling, the last reading, and
+    the level at which the current phase (an execution, or the idle time
+    after it) began."""
+
+    def __init__(self, limit):
+        self.limit = limit
+        self.gauge = MemoryGauge.open(limit) if limit else None
+        self.ceiling = self.hard = limit
+        if self.gauge is not None:
+            reserve, overhead = memory_reserve(limit, self.gauge.kind)
+            self.ceiling = limit - reserve
+            self.hard = limit - overhead
+        self.last = 0
+        self.floor = 0
+        self.next = 0.0
+        self.victim = None  # (when, reading, its resident bytes) of the last kill
+        self.at = 0.0  # when the current pace window began
+        self.window = 0  # the reading then
+        self.rate = 0.0  # bytes per second over the last window
+        self.sustained = 0.0  # the lesser of the last two windows' paces
+        # How far ahead growth is projected: under gVisor, whose Sentry the
+        # host kills with the container, far enough to cover a late look;
+        # under runc not at all (the kernel's killer is behind the ceiling).
+        self.horizon = MEMORY_HORIZON if self.gauge is not None and self.gauge.kind == "meminfo" else 0.0
+
+    def describe(self):
+        if self.gauge is None:
+            return "memory watchdog off (%s)" % ("no memory limit given" if not self.limit else "no memory gauge in this runtime")
+        return "memory watchdog: limit %d MiB, ceiling %d MiB, gauge %s" % (self.limit >> 20, self.ceiling >> 20, self.gauge.kind)
+
+    def threshold(self):
+        """The level that ends a process: the ceiling, or a little above the
+        phase's starting level when that was past it, never above the level
+        at which the container itself is at risk."""
+        return max(self.ceiling, min(self.floor + MEMORY_SLACK, self.hard))
+
+    def mark(self):
+        """A phase begins at the last reading (not while a killed process's
+        memory is still being given back: see settle)."""
+        if self.victim is None:
+            self.floor = self.last
+
+    def settle(self, used, now):
+        """After a kill, returns True while the victim's memory is still
+        counted. gVisor gives it back 40-100 ms after the process is gone
+        (measured: 200 MiB in 45 ms, 600 MiB in 95 ms), so deciding before
+        would kill a second process for the first one's memory; past the
+        hard level it decides at once all the same. Once the memory is back
+        (or MEMORY_VICTIM_WAIT has passed), what remains is the floor of a
+        new phase: files that fill the memory, say, which killing more
+        processes would not free."""
+        if self.victim is None:
+            return False
+        when, before, rss = self.victim
+        if used > before - rss // 2 and now - when < MEMORY_VICTIM_WAIT and used <= self.hard:
+            return True
+        self.victim = None
+        self.floor = used
+        return False
+
+    def why(self, used):
+        return "the sandbox's memory limit of %d MiB was nearly reached: %d MiB in use" % (self.limit >> 20, used >> 20)
 
 
 # -- output capture -----------------------------------------------------------
@@ -245,6 +475,23 @@ def valid_scan(root, limit):
     return isinstance(root, str) and root.startswith("/") and isinstance(limit, int) and not isinstance(limit, bool) and limit >= 1
 
 
+def open_dir(path, dir_fd=None):
+    """Opens the folder path (relative to dir_fd) without following a link.
+    O_NOFOLLOW alone is not enough: Debian's gVisor (runsc 0.0~20221219)
+    follows a link to a folder when O_DIRECTORY is given too, so the folder
+    opened must be the one lstat finds at path; else ELOOP, as Linux says."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+    try:
+        st, at = os.fstat(fd), os.stat(path, dir_fd=dir_fd, follow_symlinks=False)
+    except OSError:
+        os.close(fd)
+        raise
+    if not stat.S_ISDIR(at.st_mode) or (st.st_dev, st.st_ino) != (at.st_dev, at.st_ino):
+        os.close(fd)
+        raise OSError(errno.ELOOP, "not a folder of its own (a link?)", path)
+    return fd
+
+
 def list_files(root, limit):
     """Returns ([{path, size, mtime_ns, kind}], more) for the entries under
     root, at most limit. Links are reported as links, never followed, root
@@ -255,9 +502,8 @@ def list_files(root, limit):
     check through the engine's FUSE root file system, seven times the stat
     itself (a thousand files took 27 ms instead of 4)."""
     files, more = [], False
-    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
-        top = os.open(root, flags)
+        top = open_dir(root)
     except OSError as e:
         if e.errno in (errno.ELOOP, errno.ENOTDIR):
             try:
@@ -272,7 +518,7 @@ def list_files(root, limit):
         while stack and not more:
             rel = stack.pop()
             try:
-                fd = os.open(rel, flags, dir_fd=top) if rel else os.dup(top)
+                fd = open_dir(rel, top) if rel else os.dup(top)
             except OSError:
                 continue
             try:
@@ -479,6 +725,7 @@ class Worker:
         self.started = time.monotonic()
         self.oom = oom
         self.python = None
+        self.memory_kill = None  # why the watchdog killed it
 
 
 class Init:
@@ -509,6 +756,7 @@ class Init:
         self.refused = 0
         self.as_user = SandboxUser(self.user)
         self.uid = os.getuid()
+        self.memory = MemoryWatch(MEMORY_LIMIT)
 
     # -- set-up ---------------------------------------------------------
 
@@ -527,8 +775,12 @@ class Init:
         os.set_blocking(r, False)
         os.set_blocking(w, False)
         signal.set_wakeup_fd(w)
+        # What arrived is what the handlers saw, never the bytes in the
+        # wake-up pipe: under gVisor the sandbox user can open the init's
+        # pipes through /proc/1/fd and write a forged SIGTERM there.
+        self.arrived = set()
         for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            signal.signal(sig, lambda s, f: None)
+            signal.signal(sig, lambda s, f: self.arrived.add(s))
         self.sel.register(r, selectors.EVENT_READ, "signal")
         self.sigpipe = r
 
@@ -680,6 +932,9 @@ class Init:
         kind = msg.get("type")
         if kind == "ready":
             self.worker.ready = True
+            if self.memory.gauge is not None:
+                self.memory.last = self.memory.gauge.read() or 0
+                self.memory.mark()
             self.worker.python = msg.get("python")
             self.dispatch()
             return
@@ -698,6 +953,7 @@ class Init:
             cur.publish({"type": "display", "id": cur.id, "kind": msg.get("kind", "display_data"), "data": msg.get("data", {})})
         elif kind == "done":
             self.drain_output()
+            self.memory.mark()
             self.finish(cur, msg.get("error"))
             self.current = None
             self.trim_results()
@@ -782,6 +1038,8 @@ class Init:
         self.worker = None
         self.restarts += 1
         how, oom = describe_exit(status, w.oom, oom_kills())
+        if w.memory_kill is not None:
+            how, oom = w.memory_kill, True
         cur = self.current
         self.current = None
         if self.stopping:
@@ -805,6 +1063,10 @@ class Init:
         # A worker that cannot even start must not spin PID 1 at full speed.
         if len(self.crash_times) == self.crash_times.maxlen and self.crash_times[-1] - self.crash_times[0] < 5:
             self.respawn_at = time.monotonic() + 2
+        elif w.memory_kill is not None:
+            # Not before its memory is given back (see MemoryWatch.settle):
+            # a new worker's imports on top of it could pass the limit.
+            self.respawn_at = time.monotonic()
         else:
             self.spawn()
 
@@ -934,6 +1196,8 @@ class Init:
             ex.deadline = ex.started + ex.timeout
         ex.captures = {}
         self.current = ex
+        self.memory.mark()
+        self.memory.next = min(self.memory.next, ex.started + MEMORY_POLL_BUSY)
         # The worker first: the frames below wait for the end of the turn.
         self.send_worker({"type": "execute", "id": ex.id, "code": ex.code, "count": ex.count})
         for name in ("stdout", "stderr"):
@@ -1004,9 +1268,82 @@ class Init:
                     os.killpg(self.worker.pid, signal.SIGKILL)
                 except OSError:
                     pass
-        if self.respawn_at is not None and now >= self.respawn_at and self.worker is None:
+        if self.memory.gauge is not None and now >= self.memory.next:
+            self.watch_memory(now)
+        if self.respawn_at is not None and now >= self.respawn_at and self.worker is None and self.memory.victim is None:
             self.respawn_at = None
             self.spawn()
+
+    def watch_memory(self, now):
+        """Kills the largest process the init started when the container's
+        memory passes the threshold; the worker's death is then reported as
+        OutOfMemory (see worker_died), another process's on the execution's
+        stderr."""
+        m = self.memory
+        used = m.gauge.read()
+        fast = self.current is not None
+        if used is not None:
+            m.last = used
+            settling = m.settle(used, now)
+            if now - m.at >= MEMORY_POLL_BUSY:
+                # The pace, over windows of a busy look or more (looks that
+                # spin come microseconds apart).
+                grew = used - m.window
+                rate = grew / (now - m.at)
+                m.sustained, m.rate = min(rate, m.rate), rate
+                m.at, m.window = now, used
+                fast = fast or grew > MEMORY_GROWTH
+            over = used > m.threshold()
+            if over and not settling and self.worker is not None and self.worker.ready:
+                self.kill_for_memory(used, now)
+            elif used + m.sustained * m.horizon > m.hard and self.worker is not None:
+                # On course to pass the hard level within the horizon at the
+                # pace of the last two windows: look again at once, and on
+                # until the growth stops or reaches the ceiling, rather than
+                # trust a timer to wake the init in time.
+                m.next = now
+                return
+            fast = fast or m.victim is not None
+        m.next = now + (MEMORY_POLL_BUSY if fast else MEMORY_POLL_IDLE)
+
+    def kill_for_memory(self, used, now):
+        m = self.memory
+        w = self.worker
+        # Growth stops first, in one call: choosing reads /proc, which under
+        # gVisor on a busy machine takes long enough for a bytearray to add
+        # tens of MiB.
+        try:
+            os.killpg(w.pid, signal.SIGSTOP)
+        except OSError:
+            pass
+        procs = started_processes()
+        rss, pid, name = procs[0] if procs else (0, w.pid, "python3")
+        why = m.why(used)
+        m.victim = (now, used, rss)
+        if pid == w.pid:
+            w.memory_kill = "killed by the out-of-memory watchdog (%s)" % why
+            try:
+                os.killpg(w.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            return
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+        try:
+            os.killpg(w.pid, signal.SIGCONT)
+        except OSError:
+            pass
+        note = "\n[agentbox: process %d (%s, %d MiB) was killed: %s]\n" % (pid, name, rss >> 20, why)
+        cur = self.current
+        if isinstance(cur, Execution):
+            self.drain_output()
+            text = cur.capture("stderr").feed(note.encode())
+            if text:
+                cur.publish({"type": "stream", "id": cur.id, "name": "stderr", "text": text})
+        else:
+            log(note.strip())
 
     def next_timeout(self, now):
         times = []
@@ -1016,8 +1353,10 @@ class Init:
                 times.append(cur.deadline)
             if cur.kill_at is not None and not cur.killed:
                 times.append(cur.kill_at)
-        if self.respawn_at is not None:
+        if self.respawn_at is not None and self.memory.victim is None:
             times.append(self.respawn_at)
+        if self.memory.gauge is not None:
+            times.append(self.memory.next)
         if self.held:
             times.append(self.hold[1])
         if not times:
@@ -1028,6 +1367,7 @@ class Init:
         self.signals()
         make_undumpable()
         self.listen()
+        log(self.memory.describe())
         self.spawn()
         while True:
             for key, mask in self.sel.select(self.next_timeout(time.monotonic())):
@@ -1041,7 +1381,11 @@ class Init:
                     if self.worker is not None and self.worker.ctrl == key.fd:
                         self.read_ctrl()
                 elif what in ("stdout", "stderr"):
-                    self.read_output(what, key.fd)
+                    # Not a pipe of a worker that died earlier in this batch
+                    # (closed then; no new worker reuses its number while a
+                    # respawn waits).
+                    if self.worker is not None and key.fd in (self.worker.out, self.worker.err):
+                        self.read_output(what, key.fd)
                 elif isinstance(what, Client):
                     what.on_event(key.fd, mask)
                 elif what == "handoff":
@@ -1120,13 +1464,15 @@ class Init:
         self.hello(client)
 
     def on_signals(self):
+        # The pipe only wakes the loop; self.arrived says what came.
         try:
-            sigs = os.read(self.sigpipe, 512)
-        except BlockingIOError:
-            sigs = b""
-        if signal.SIGCHLD in sigs or not sigs:
-            self.reap()
-        if any(s in sigs for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)):
+            while os.read(self.sigpipe, 512):
+                pass
+        except (BlockingIOError, InterruptedError):
+            pass
+        arrived, self.arrived = self.arrived, set()
+        self.reap()  # cheap, and a SIGCHLD may share a wake-up with others
+        if arrived & {signal.SIGTERM, signal.SIGINT, signal.SIGHUP}:
             self.stopping = True
             if self.worker is not None:
                 try:

@@ -35,9 +35,13 @@ func report(b *testing.B, name string, s, floor samples) {
 
 // coldFloor is the floor of a cold start: create and start a container of
 // the same image and shape running `python3 -c pass`, until it exits.
-func coldFloor(b *testing.B) time.Duration {
+func coldFloor(b *testing.B) time.Duration { return coldFloorOn(b, "") }
+
+// coldFloorOn is coldFloor under an OCI runtime ("" for the engine's default).
+func coldFloorOn(b *testing.B, runtime string) time.Duration {
 	cli := dockertest.Engine(b)
 	spec := imagesetup.LockedDown(dockertest.Image(b))
+	spec.Runtime = runtime
 	spec.Entrypoint = []string{"python3", "-c", "pass"}
 	spec.Labels = map[string]string{dockertest.LabelTest: b.Name()}
 	ctx := context.Background()
@@ -76,6 +80,43 @@ func BenchmarkColdStart(b *testing.B) {
 	}
 	report(b, "floor", floor, nil)
 	report(b, "cold", cold, floor)
+}
+
+// BenchmarkColdStartRuntimes measures a new session's first result under
+// runc and under gVisor (runsc) side by side, interleaved, against the same
+// floor (create + start of `python3 -c pass` under runc); the floor under
+// gVisor is reported too. Skipped when the engine has no runsc.
+func BenchmarkColdStartRuntimes(b *testing.B) {
+	if !dockertest.HasRuntime(b, "runsc") {
+		b.Skip("the engine has no runsc runtime (.ci/run registers it)")
+	}
+	runc := newManager(b, func(c *config.Config) { c.Runtime = "" })
+	runsc := newManager(b, func(c *config.Config) { c.Runtime = "runsc" })
+	ctx := context.Background()
+	cold := func(m *session.Manager, key string) time.Duration {
+		start := time.Now()
+		if _, err := m.Exec(ctx, key, "pass"); err != nil {
+			b.Fatal(err)
+		}
+		d := time.Since(start)
+		if err := m.Stop(ctx, key); err != nil {
+			b.Fatal(err)
+		}
+		return d
+	}
+	var floor, floorG, coldR, coldG samples
+	for i := 0; i < 8; i++ {
+		key := fmt.Sprintf("cold-%d", i)
+		floor = append(floor, coldFloorOn(b, ""))
+		floorG = append(floorG, coldFloorOn(b, "runsc"))
+		coldR = append(coldR, cold(runc, key))
+		coldG = append(coldG, cold(runsc, key))
+	}
+	report(b, "floor", floor, nil)
+	report(b, "floorRunsc", floorG, floor)
+	report(b, "runc", coldR, floor)
+	report(b, "runsc", coldG, floor)
+	b.ReportMetric(float64(coldG.Pct(0.5))/float64(coldR.Pct(0.5)), "runsc/runc")
 }
 
 // BenchmarkWarmAcquire measures a new key's first result when a warm

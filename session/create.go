@@ -17,7 +17,9 @@ import (
 
 // create starts a container for e, from the warm pool when it has one.
 func (m *Manager) create(ctx context.Context, e *entry) error {
-	if p := m.pool.take(); p != nil {
+	// A warm container has the defaults: a session asking for other
+	// options gets a container of its own.
+	if p := m.warm(e); p != nil {
 		err := m.adopt(ctx, e, p)
 		m.pool.signal()
 		if err == nil {
@@ -37,6 +39,7 @@ func (m *Manager) create(ctx context.Context, e *entry) error {
 	}
 	spec := m.spec(m.containerName(e.id), RoleSession, dir)
 	spec.Labels[LabelKey] = labelKey(e.key)
+	m.applyCreation(&spec, e.cr, time.Now())
 	id, err := m.drv.Create(ctx, spec)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -157,6 +160,42 @@ func (m *Manager) removeBestEffort(id string) {
 	defer cancel()
 	if err := m.drv.Remove(ctx, id); err != nil {
 		m.log.Warn("remove container", "container_id", shortID(id), "err", err)
+	}
+}
+
+// retireWait is how long a lost session's call waits for its container to
+// be removed before leaving the rest to the background.
+const retireWait = 3 * time.Second
+
+// retire removes the container id of a lost session without
+// making the caller wait on a runtime that does not answer: under gVisor a
+// stopped sandbox (its kernel is one host process) holds `docker rm -f`
+// until it runs again, while a rename is the engine's own business and
+// instant. So the container first gives up the session's name (the next
+// call creates a fresh one under it), then is removed, in the background
+// past retireWait. Close abandons a removal still waiting; the container
+// keeps its labels, so the idle sweep of any manager removes it later.
+func (m *Manager) retire(id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), retireWait)
+	defer cancel()
+	if err := m.drv.Rename(ctx, id, m.ns+"_lost-"+id); err != nil && !errors.Is(err, ErrContainerNotFound) {
+		m.log.Warn("rename a lost container", "container_id", shortID(id), "err", err)
+	}
+	done := make(chan struct{})
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		defer close(done)
+		ctx, cancel := context.WithTimeout(m.bg, 2*time.Minute)
+		defer cancel()
+		if err := m.drv.Remove(ctx, id); err != nil {
+			m.log.Warn("remove a lost container", "container_id", shortID(id), "err", err)
+		}
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		m.log.Warn("a lost container is slow to go; removing it in the background", "container_id", shortID(id))
 	}
 }
 

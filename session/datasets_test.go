@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/datasets"
+	"github.com/agentbox/agentbox/internal/dockertest"
 	"github.com/agentbox/agentbox/session"
 )
 
@@ -171,7 +172,7 @@ try:
     print('wrote')
 except OSError as e:
     print('refused', e.errno)`)
-	if got := strings.Fields(res.Stdout); len(got) != 3 || got[0] != "3" || got[1] != "refused" || got[2] != "30" {
+	if got := strings.Fields(res.Stdout); len(got) != 3 || got[0] != "3" || got[1] != "refused" || got[2] != readOnlyErrno() {
 		t.Fatalf("got %q %+v", res.Stdout, res.Error)
 	}
 	l, err := m.Datasets(context.Background(), "l")
@@ -284,4 +285,13 @@ func TestDatasetStagedThroughTheEngine(t *testing.T) {
 	if data, err := os.ReadFile(ex.HostPath); err != nil || !bytes.Equal(data, parquetBytes(t)) {
 		t.Fatalf("export through the engine: %d bytes, %v", len(data), err)
 	}
+}
+
+// readOnlyErrno is the errno of a write to a read-only mount: EROFS, or
+// EACCES under gVisor, which checks permissions first (README, gVisor).
+func readOnlyErrno() string {
+	if dockertest.IsGVisor() {
+		return "13"
+	}
+	return "30"
 }

@@ -24,6 +24,18 @@
 // warm container (<namespace>_pool_<suffix>) becomes a key's session by
 // being renamed; the name, not a label, says what a container is.
 //
+// # Pause, time to live, per-session options
+//
+// Pause freezes a session's container (memory kept, no CPU) until Resume;
+// a paused session is never evicted for idleness, and every call that would
+// reach its kernel fails with ErrPaused, in any process. A session may have
+// a time to live (TTL, default SESSION_TTL_S) that Renew extends: past it
+// the session is removed, used or not, by any manager's sweep or at its
+// next call. Start, or Exec with CreateWith, creates a session with options
+// of its own (Env, Labels, TTL, MemoryMB, CPUs, UseImage), checked against
+// the operator's maxima and never trimmed. Pause and expiry live in the
+// engine and the database, so every process sees them; Info reads both.
+//
 // # Concurrency
 //
 // A Manager is safe for concurrent use. Calls on one key are serialized in
@@ -38,6 +50,16 @@
 // Interrupted. A Python exception is data in Result.Error; a Go error means
 // the system failed and wraps one of this package's sentinels (ErrSessionLost,
 // ErrUnavailable, ErrImageMissing, ...) in an *Error naming the key.
+//
+// # Files
+//
+// WriteFiles, ReadFile, StatFile, ListFiles, Glob, MakeDir, MoveFile and
+// RemoveFile reach a session's files without running code. Each runs as
+// the sandbox user in a short helper process in the container, beside the
+// kernel (not waiting for a running execution, not counted as one), so
+// paths are the sandbox's own and permissions the sandbox user's; their
+// errors are *FileError values wrapping ErrFileNotFound, ErrPermission,
+// ErrFileTooLarge, ErrNoSpace and the like. A paused session is ErrPaused.
 //
 // # Storage
 //

@@ -286,6 +286,7 @@ func container(st docker.ContainerState) Container {
 		Image:     st.Image,
 		Labels:    st.Labels,
 		Running:   st.Running,
+		Paused:    st.Paused,
 		Status:    st.Status,
 		ExitCode:  st.ExitCode,
 		OOMKilled: st.OOMKilled,

@@ -81,8 +81,9 @@ type Container struct {
 	Name      string
 	Image     string // image ID
 	Labels    map[string]string
-	Running   bool
-	Status    string // "running", "exited", ...
+	Running   bool   // also while paused
+	Paused    bool   // frozen (Manager.Pause)
+	Status    string // "running", "paused", "exited", ...
 	ExitCode  int
 	OOMKilled bool
 	Pid       int // of its first process on the engine's host (Inspect only); 0 if unknown

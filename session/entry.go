@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/agentbox/agentbox/config"
@@ -40,20 +39,31 @@ type entry struct {
 	unrecorded  []*store.Execution // results the history failed to record, retried on the next call
 	ingested    int64              // artifact bytes of the session so far
 	hostRoot    string             // /proc/<pid>/root of the container, when readable here
+	cr          *creation          // what a new container is made with (per-session options); nil: the defaults
+	live        *store.Liveness    // the database's pause and expiry of it, as of liveEpoch (see liveness)
+	liveEpoch   string
 
 	// Guarded by Manager.mu.
 	lastUsed time.Time
+	commands int  // shell commands running in it (see Run): it is in use
 	gone     bool // dropped from the map: take a new entry
 }
 
 // acquire returns the key's session, opening (and, when create is set,
 // creating) it, with its turn held: call release when done.
 func (m *Manager) acquire(ctx context.Context, key string, create bool) (*entry, func(), error) {
+	return m.acquireWith(ctx, key, create, nil)
+}
+
+// acquireWith is acquire creating a new session with cr (nil: the
+// defaults). A session paused, or past its expiry, in any process is
+// refused here, before anything reaches its kernel (see checkLive).
+func (m *Manager) acquireWith(ctx context.Context, key string, create bool, cr *creation) (*entry, func(), error) {
 	if err := checkKey(key); err != nil {
 		return nil, nil, err
 	}
 	for {
-		e, err := m.entry(ctx, key, create)
+		e, err := m.entry(ctx, key, create, cr)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -73,6 +83,13 @@ func (m *Manager) acquire(ctx context.Context, key string, create bool) (*entry,
 			<-e.turn
 			continue
 		}
+		if err := m.checkLive(ctx, e); err != nil {
+			<-e.turn
+			if errors.Is(err, ErrExpired) && create {
+				continue // removed: the next round makes a fresh one
+			}
+			return nil, nil, err
+		}
 		return e, func() { <-e.turn }, nil
 	}
 }
@@ -80,7 +97,7 @@ func (m *Manager) acquire(ctx context.Context, key string, create bool) (*entry,
 // entry returns the key's entry once it is open. Concurrent callers for a new
 // key share one opening, which runs on the Manager's lifetime so that one
 // caller giving up does not fail the others.
-func (m *Manager) entry(ctx context.Context, key string, create bool) (*entry, error) {
+func (m *Manager) entry(ctx context.Context, key string, create bool, cr *creation) (*entry, error) {
 	id := ID(key)
 	m.mu.Lock()
 	if m.closed {
@@ -89,7 +106,10 @@ func (m *Manager) entry(ctx context.Context, key string, create bool) (*entry, e
 	}
 	e := m.sessions[id]
 	if e == nil {
-		e = &entry{key: key, id: id, ready: make(chan struct{}), turn: make(chan struct{}, 1)}
+		if cr == nil {
+			cr = m.defaults
+		}
+		e = &entry{key: key, id: id, ready: make(chan struct{}), turn: make(chan struct{}, 1), cr: cr}
 		m.sessions[id] = e
 		e.turn <- struct{}{} // held while opening, so the sweep keeps off
 		m.wg.Add(1)
@@ -115,7 +135,7 @@ func (m *Manager) entry(ctx context.Context, key string, create bool) (*entry, e
 		if errors.Is(e.err, ErrNotFound) {
 			if create {
 				// A lookup-only caller opened it first; now create it.
-				return m.entry(ctx, key, create)
+				return m.entry(ctx, key, create, cr)
 			}
 			return nil, e.err
 		}
@@ -142,6 +162,10 @@ func (m *Manager) open(ctx context.Context, e *entry, create bool) error {
 	for attempt := 0; ; attempt++ {
 		c, err := m.drv.Inspect(ctx, name)
 		switch {
+		case err == nil && c.Paused:
+			// Frozen, its kernel unreachable until Resume; never judged
+			// dead for it.
+			return pausedError(c.ID)
 		case err == nil && m.usable(c):
 			return m.attach(ctx, e, c)
 		case err == nil && (c.Status == "created" || c.Status == "removing"):
@@ -172,9 +196,9 @@ func (m *Manager) open(ctx context.Context, e *entry, create bool) error {
 			return ErrNotFound
 		}
 		err = m.create(ctx, e)
-		if err == nil && rerr == nil && strings.HasPrefix(row.StopReason, stopIdle) {
+		if err == nil && rerr == nil {
 			// Never a silent fresh start: the first result says so.
-			e.notice = "the session " + strings.TrimPrefix(strings.TrimPrefix(row.StopReason, stopIdle), ": ") + "; this is a fresh session, and variables and imports from before are gone"
+			e.notice = freshNotice(row.StopReason)
 		}
 		if errors.Is(err, ErrNameInUse) && attempt < maxNameRaces {
 			// Another process created it first: use theirs, once the
@@ -233,7 +257,7 @@ func (m *Manager) settle(ctx context.Context, c Container) error {
 
 // usable reports whether a container can serve a session now.
 func (m *Manager) usable(c Container) bool {
-	return c.Running && c.Image == m.image.ID
+	return c.Running && m.knownImage(c.Image)
 }
 
 // deathReason says why a container cannot serve its session.
@@ -274,6 +298,9 @@ func (m *Manager) attach(ctx context.Context, e *entry, c Container) error {
 	}
 	e.created = c.Created
 	m.touch(e, now)
+	// What it was made with, as its labels say: the caller's options are
+	// for a new session, and this one exists.
+	e.cr = m.creationOf(c)
 	return m.record(ctx, e)
 }
 
@@ -287,12 +314,13 @@ func (m *Manager) record(ctx context.Context, e *entry) error {
 		ID:             e.id,
 		Key:            e.key,
 		ContainerID:    e.containerID,
-		Image:          m.cfg.SandboxImage,
+		Image:          e.cr.imageRef(m.cfg.SandboxImage),
 		Storage:        string(m.cfg.SessionStorage),
 		Created:        e.created,
 		LastUsed:       last,
 		ExecutionCount: e.execCount,
-		Limits:         m.limits(),
+		Limits:         m.limitsOf(e.cr),
+		Expires:        e.cr.expiry(e.created),
 	})
 	if err != nil {
 		return fmt.Errorf("record session: %w", err)
@@ -351,7 +379,7 @@ func (m *Manager) dial(ctx context.Context, id string) (*kernel.Client, error) {
 			if lost := m.checkAlive(ctx, id); lost != nil {
 				return nil, lost
 			}
-			m.removeBestEffort(id)
+			m.retire(id)
 			return nil, unresponsive(id, fmt.Errorf("%w: no hello within %s", kernel.ErrUnresponsive, helloTimeout))
 		}
 		if errors.Is(err, kernel.ErrProtocolMismatch) {
@@ -387,9 +415,18 @@ func (e *lostError) Error() string {
 
 func (e *lostError) Unwrap() error { return ErrSessionLost }
 
+// inspectTimeout bounds checkAlive's look at a container: one the engine
+// cannot describe in that time is treated as alive, and the caller's own
+// deadline (a hello, a ping) decides.
+const inspectTimeout = 2 * time.Second
+
 // checkAlive returns a *lostError if container id is gone or stopped, nil
 // if it runs (or the engine cannot say).
 func (m *Manager) checkAlive(ctx context.Context, id string) error {
+	// Bounded: under gVisor the engine holds a container whose sandbox is
+	// stopped while an exec into it waits, and Inspect waits with it.
+	ctx, cancel := context.WithTimeout(ctx, inspectTimeout)
+	defer cancel()
 	c, err := m.drv.Inspect(ctx, id)
 	switch {
 	case errors.Is(err, ErrContainerNotFound):

@@ -25,6 +25,7 @@ type execOptions struct {
 	id      string
 	timeout time.Duration
 	onEvent func(kernel.Event)
+	start   []StartOption // for the session, if this call creates it
 }
 
 // ExecID names the execution (an agent passes its tool-call id). Running an
@@ -64,6 +65,10 @@ func (m *Manager) Exec(ctx context.Context, key, code string, opts ...ExecOption
 	if err := checkKey(key); err != nil {
 		return nil, err
 	}
+	cr, err := m.resolve(o.start)
+	if err != nil {
+		return nil, &Error{Op: "exec", Key: key, Err: err}
+	}
 	named := o.id != ""
 	if !named {
 		o.id = kernel.NewID()
@@ -75,7 +80,7 @@ func (m *Manager) Exec(ctx context.Context, key, code string, opts ...ExecOption
 				return res, err
 			}
 		}
-		e, release, err := m.acquire(ctx, key, true)
+		e, release, err := m.acquireWith(ctx, key, true, cr)
 		if err != nil {
 			return nil, err
 		}
@@ -221,8 +226,11 @@ func (m *Manager) lose(ctx context.Context, e *entry, lost *lostError) error {
 		// Stop or the idle sweep removed it on purpose, and recorded why.
 		return &lostError{id: e.containerID, reason: "was stopped"}
 	}
+	if err := m.pausedNow(ctx, e); err != nil {
+		return err // frozen, not dead: it answers again once resumed
+	}
 	m.drop(e)
-	m.removeBestEffort(e.containerID)
+	m.retire(e.containerID)
 	m.markStopped(ctx, e.id, "lost: "+lost.reason)
 	return lost
 }

@@ -3,13 +3,17 @@ package session_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/internal/docker"
 	"github.com/agentbox/agentbox/internal/dockertest"
+	"github.com/agentbox/agentbox/kernel"
 	"github.com/agentbox/agentbox/session"
 )
 
@@ -87,24 +91,184 @@ func TestLostSeenByANewManager(t *testing.T) {
 	mustExec(t, m2, "k", "x = 2")
 }
 
+// TestOutOfMemoryIsReported: code that eats the container's memory costs
+// the kernel's state and nothing more, under runc and under gVisor alike
+// (AGENTBOX_TEST_RUNTIME=runsc), where the whole sandbox is one process for
+// the host's OOM killer: the init's memory watchdog must end the worker
+// first. The container (same id) and its TMPFS /session survive; the result
+// says OutOfMemory and names the limit; the kernel works afterwards.
 func TestOutOfMemoryIsReported(t *testing.T) {
 	t.Parallel()
-	m := newManager(t, func(c *config.Config) { c.MemoryMB = 256 })
-	mustExec(t, m, "k", "open('/session/keep.txt', 'w').write('kept')")
-	res := mustExec(t, m, "k", "b = bytearray(2 * 256 << 20)")
-	if res.Error == nil || res.Error.Name != "OutOfMemory" || !res.KernelRestarted || !res.StateLost {
-		t.Fatalf("want OutOfMemory with a restart, got %+v", res)
+	cases := []struct {
+		name     string
+		memoryMB int
+		code     string
+	}{
+		// The issue's case: the default limit, a fast allocation that
+		// touches every page.
+		{"fast", 1024, "b = bytearray(3 * 1024**3)"},
+		// A megabyte at a time (each one written, so each counts), slowly
+		// enough for many looks of the watchdog.
+		{"slow", 256, "import time\nchunks = []\nwhile True:\n    chunks.append(b'\\x01' * (1 << 20))\n    time.sleep(0.002)"},
+		// numpy: one allocation, pages touched as it fills them.
+		{"numpy", 256, "import numpy as np\na = np.ones(1024**3 // 8)"},
 	}
-	res = mustExec(t, m, "k", "print(open('/session/keep.txt').read())")
-	if res.Stdout != "kept\n" {
-		t.Fatalf("session files lost after the OOM kill: %+v", res)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			m := newManager(t, func(cfg *config.Config) { cfg.MemoryMB = c.memoryMB })
+			mustExec(t, m, "k", "open('/session/keep.txt', 'w').write('kept'); x = 1")
+			id := containerOf(t, m, "k")
+			res := mustExec(t, m, "k", c.code)
+			if res.Error == nil || res.Error.Name != "OutOfMemory" || !res.KernelRestarted || !res.StateLost {
+				t.Fatalf("want OutOfMemory with a restart, got %+v (error %+v)", res, res.Error)
+			}
+			if limit := fmt.Sprintf("memory limit of %d MiB", c.memoryMB); !strings.Contains(res.Error.Value, limit) || !strings.Contains(res.Error.Value, "out-of-memory") {
+				t.Errorf("error value %q does not say %q (out-of-memory)", res.Error.Value, limit)
+			}
+			sessionSurvived(t, m, "k", id)
+		})
+	}
+}
+
+// sessionSurvived checks that the session of key still runs in container id
+// with its TMPFS files, and a fresh kernel that works.
+func sessionSurvived(t *testing.T, m *session.Manager, key, id string) {
+	t.Helper()
+	res := mustExec(t, m, key, "print(open('/session/keep.txt').read(), 'x' in globals())")
+	if res.Error != nil || res.Stdout != "kept False\n" {
+		t.Fatalf("after the OOM kill, want the file kept and a fresh namespace: %q %+v", res.Stdout, res.Error)
+	}
+	if got := containerOf(t, m, key); got != id {
+		t.Fatalf("container %s replaced by %s: the sandbox itself was killed", id, got)
+	}
+	if res := mustExec(t, m, key, "b = bytearray(64 << 20); len(b)"); plain(res) != "67108864" {
+		t.Fatalf("kernel cannot allocate after the OOM kill: %+v %+v", res, res.Error)
+	}
+}
+
+// TestOutOfMemoryInASubprocess: a process the code started eats the memory.
+// It is the largest, so it is the one killed (by the watchdog, or under runc
+// possibly by the kernel, whichever comes first): the code sees it die of
+// SIGKILL and the kernel keeps its state.
+func TestOutOfMemoryInASubprocess(t *testing.T) {
+	t.Parallel()
+	m := newManager(t, func(cfg *config.Config) { cfg.MemoryMB = 256 })
+	mustExec(t, m, "k", "open('/session/keep.txt', 'w').write('kept'); x = 1")
+	id := containerOf(t, m, "k")
+	res := mustExec(t, m, "k", "import subprocess, sys\nr = subprocess.run([sys.executable, '-c', 'b = bytearray(3 * 1024**3)'])\nprint(r.returncode, x)")
+	if res.Error != nil || res.KernelRestarted || res.Stdout != "-9 1\n" {
+		t.Fatalf("want the subprocess killed (-9) and the kernel intact: %q %q %+v", res.Stdout, res.Stderr, res.Error)
+	}
+	if strings.Contains(res.Stderr, "[agentbox:") && !strings.Contains(res.Stderr, "memory limit of 256 MiB") {
+		t.Errorf("the watchdog's note does not name the limit: %q", res.Stderr)
+	}
+	if got := containerOf(t, m, "k"); got != id {
+		t.Fatalf("container %s replaced by %s", id, got)
+	}
+	if res := mustExec(t, m, "k", "print(open('/session/keep.txt').read(), x)"); res.Stdout != "kept 1\n" {
+		t.Fatalf("after the subprocess was killed: %q %+v", res.Stdout, res.Error)
+	}
+}
+
+// TestOutOfMemoryFromFiles: files in a TMPFS /session are memory too. Code
+// that writes until the limit is stopped like code that allocates; the
+// files it wrote stay, and the next execution can still remove them although
+// they hold most of the memory.
+func TestOutOfMemoryFromFiles(t *testing.T) {
+	t.Parallel()
+	m := newManager(t, func(cfg *config.Config) { cfg.MemoryMB = 256; cfg.TmpfsSizeMB = 512 })
+	mustExec(t, m, "k", "open('/session/keep.txt', 'w').write('kept'); x = 1")
+	id := containerOf(t, m, "k")
+	res := mustExec(t, m, "k", "chunk = b'\\x01' * (1 << 20)\nwith open('/session/fill', 'wb') as f:\n    while True:\n        f.write(chunk)")
+	if res.Error == nil || res.Error.Name != "OutOfMemory" || !res.StateLost {
+		t.Fatalf("want OutOfMemory, got %+v (error %+v)", res, res.Error)
+	}
+	res = mustExec(t, m, "k", "import os\nsize = os.path.getsize('/session/fill') >> 20\nos.remove('/session/fill')\nprint(size > 64)")
+	if res.Error != nil || res.Stdout != "True\n" {
+		t.Fatalf("removing the files that fill the memory: %q %+v", res.Stdout, res.Error)
+	}
+	sessionSurvived(t, m, "k", id)
+}
+
+// TestOutOfMemoryKernelKillerBackstop: with the watchdog off, runc's kernel
+// OOM killer still ends the worker and the init still names it. Under gVisor
+// the host's killer would end the whole sandbox instead, which is why the
+// watchdog exists.
+func TestOutOfMemoryKernelKillerBackstop(t *testing.T) {
+	if dockertest.IsGVisor() {
+		t.Skip("gVisor has no OOM killer of its own: without the watchdog the container is lost (README, gVisor)")
+	}
+	t.Parallel()
+	id := dockertest.Sandbox(t, func(s *docker.ContainerSpec) {
+		s.Env = slices.DeleteFunc(s.Env, func(kv string) bool { return strings.HasPrefix(kv, "AGENTBOX_MEMORY_LIMIT=") })
+		s.Env = append(s.Env, "AGENTBOX_MEMORY_LIMIT=0")
+	})
+	c := dockertest.Dial(t, id)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := c.Execute(ctx, kernel.ExecRequest{Code: "b = bytearray(3 * 1024**3)"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Error == nil || res.Error.Name != "OutOfMemory" || !strings.Contains(res.Error.Value, "out-of-memory killer") || !res.StateLost {
+		t.Fatalf("want OutOfMemory from the kernel's killer, got %+v", res.Error)
+	}
+	if res, err := c.Execute(ctx, kernel.ExecRequest{Code: "print(1 + 1)"}, nil); err != nil || res.Stdout != "2\n" {
+		t.Fatalf("kernel unusable after the OOM kill: %v %+v", err, res)
 	}
 }
 
 func TestForkBombContained(t *testing.T) {
 	t.Parallel()
+	if dockertest.IsGVisor() {
+		// gVisor's own threads count against the limit: 64 does not even
+		// let it start.
+		forkBombUnderGVisor(t, newManager(t, nil))
+		return
+	}
 	m := newManager(t, func(c *config.Config) { c.PidsLimit = 64 })
-	res := mustExec(t, m, "k", `
+	res := mustExec(t, m, "k", forkBomb)
+	if !strings.HasPrefix(res.Stdout, "contained") || res.Error != nil {
+		t.Fatalf("fork bomb: %q %+v", res.Stdout, res.Error)
+	}
+	if out, err := exec.Command("true").CombinedOutput(); err != nil {
+		t.Fatalf("host cannot fork after the bomb: %v %s", err, out)
+	}
+	if res := mustExec(t, m, "k", "n"); plain(res) == "" {
+		t.Fatalf("session unusable after the bomb: %+v", res)
+	}
+}
+
+// forkBombUnderGVisor: with the ptrace platform every process of the
+// sandbox is a process on the host too, so the pids limit is reached by
+// gVisor itself, which then stops the whole sandbox (Debian's runsc
+// 0.0~20221219 enforces no RLIMIT_NPROC either): the bomb costs the session,
+// never the host. The call returns within its timeout plus a few seconds
+// as a lost session, or contained, and the next call works.
+func forkBombUnderGVisor(t *testing.T, m *session.Manager) {
+	const timeout = 10 * time.Second
+	mustExec(t, m, "k", "x = 1")
+	start := time.Now()
+	res, err := m.Exec(context.Background(), "k", forkBomb, session.Timeout(timeout))
+	if took := time.Since(start); took > timeout+25*time.Second {
+		t.Fatalf("the call took %s", took)
+	}
+	switch {
+	case errors.Is(err, session.ErrSessionLost):
+	case err == nil && strings.HasPrefix(res.Stdout, "contained"):
+	default:
+		t.Fatalf("fork bomb under gVisor: %+v, %v", res, err)
+	}
+	if out, err := exec.Command("true").CombinedOutput(); err != nil {
+		t.Fatalf("host cannot fork after the bomb: %v %s", err, out)
+	}
+	if res := mustExec(t, m, "k", "1 + 1"); plain(res) != "2" {
+		t.Fatalf("session unusable after the bomb: %+v", res)
+	}
+}
+
+const forkBomb = `
 import os, time
 n = 0
 try:
@@ -119,17 +283,7 @@ except OSError as e:
     print("contained", n, e.errno)
 for _ in range(n):
     os.wait()
-`)
-	if !strings.HasPrefix(res.Stdout, "contained") || res.Error != nil {
-		t.Fatalf("fork bomb: %q %+v", res.Stdout, res.Error)
-	}
-	if out, err := exec.Command("true").CombinedOutput(); err != nil {
-		t.Fatalf("host cannot fork after the bomb: %v %s", err, out)
-	}
-	if res := mustExec(t, m, "k", "n"); plain(res) == "" {
-		t.Fatalf("session unusable after the bomb: %+v", res)
-	}
-}
+`
 
 func TestFullSessionDiskIsAnError(t *testing.T) {
 	t.Parallel()

@@ -35,6 +35,10 @@ type LogEntry struct {
 	Artifacts      []Artifact        `json:"artifacts"`
 	TimedOut       bool              `json:"timed_out,omitempty"`
 	StateLost      bool              `json:"state_lost,omitempty"`
+	// Kind is "shell" for a shell command (Code holds its line), absent
+	// for Python.
+	Kind     string `json:"kind,omitempty"`
+	ExitCode *int   `json:"exit_code,omitempty"` // a shell command's
 }
 
 // maxLogImage is the most base64 text of one image a session.log line
@@ -119,11 +123,11 @@ func (m *Manager) writeMetadata(e *entry, lastUsed time.Time) {
 		Key:            e.key,
 		ID:             e.id,
 		Container:      e.containerID,
-		Image:          m.cfg.SandboxImage,
+		Image:          e.cr.imageRef(m.cfg.SandboxImage),
 		Created:        e.created.UTC(),
 		LastUsed:       lastUsed.UTC(),
 		ExecutionCount: e.execCount,
-		Limits:         m.limits(),
+		Limits:         m.limitsOf(e.cr),
 	})
 	if err != nil {
 		m.log.Warn("write session metadata", "session_id", e.id, "err", err)

@@ -13,13 +13,15 @@ import (
 	"github.com/agentbox/agentbox/session"
 )
 
-// testConfig is the configuration of a test manager: the current image,
-// everything on disk under a temporary folder.
+// testConfig is the configuration of a test manager: the current image, the
+// runtime AGENTBOX_TEST_RUNTIME names, everything on disk under a temporary
+// folder.
 func testConfig(t testing.TB, edit func(*config.Config)) config.Config {
 	t.Helper()
 	cfg := config.Default()
 	dir := t.TempDir()
 	cfg.SandboxImage = dockertest.Image(t)
+	cfg.Runtime = dockertest.Runtime(t) // AGENTBOX_TEST_RUNTIME=runsc: the same tests under gVisor
 	cfg.ArtifactsDB = filepath.Join(dir, "artifacts.db")
 	cfg.SessionsRoot = filepath.Join(dir, "sessions")
 	cfg.BlobstoreDir = filepath.Join(dir, "blobstore")

@@ -18,31 +18,54 @@ type Info struct {
 	Key            string    `json:"key"` // empty if no record names it (its history was deleted)
 	ID             string    `json:"id"`
 	ContainerID    string    `json:"container"`
-	State          string    `json:"state"` // the container's: "running", "exited", ...
+	State          string    `json:"state"` // List: the container's ("running", "paused", "exited", ...); Info, Start: StateRunning, StatePaused, StateStopped or StateLost
 	Created        time.Time `json:"created"`
 	LastUsed       time.Time `json:"last_used"`
 	ExecutionCount int       `json:"execution_count"`
 	MemoryBytes    int64     `json:"memory_bytes"` // in use now; 0 if unknown
 	Storage        string    `json:"storage"`
+
+	// Set by Info and Start (List leaves them empty).
+	Expires    time.Time         `json:"expires,omitzero"`      // removed then, used or not; zero: no time to live
+	Paused     time.Time         `json:"paused,omitzero"`       // since when, when paused through a Manager
+	Image      string            `json:"image,omitempty"`       // the sandbox image's name ("default": SANDBOX_IMAGE)
+	Limits     *Limits           `json:"limits,omitempty"`      // what it was created with
+	Labels     map[string]string `json:"labels,omitempty"`      // its metadata (session.Labels)
+	StopReason string            `json:"stop_reason,omitempty"` // why it is stopped or lost
+}
+
+// Limits are a session's resource limits.
+type Limits struct {
+	MemoryMB int     `json:"memory_mb"`
+	CPUs     float64 `json:"cpus"`
+	Pids     int     `json:"pids"`
+	// TTL is the time to live it was created with; 0: none. Renew moves
+	// Info.Expires, not this.
+	TTL time.Duration `json:"ttl_ns,omitempty"`
 }
 
 // Start makes sure the session of key exists and its kernel is reachable,
-// creating it if needed, and describes it.
-func (m *Manager) Start(ctx context.Context, key string) (Info, error) {
+// creating it with opts if needed, and describes it (see Info). opts are
+// checked even when the session exists, and then ignored (see
+// StartOption).
+func (m *Manager) Start(ctx context.Context, key string, opts ...StartOption) (Info, error) {
 	if err := m.begin(); err != nil {
 		return Info{}, err
 	}
 	defer m.calls.Done()
-	e, release, err := m.acquire(ctx, key, true)
+	if err := checkKey(key); err != nil {
+		return Info{}, err
+	}
+	cr, err := m.resolve(opts)
+	if err != nil {
+		return Info{}, &Error{Op: "start", Key: key, Err: err}
+	}
+	_, release, err := m.acquireWith(ctx, key, true, cr)
 	if err != nil {
 		return Info{}, err
 	}
-	defer release()
-	m.mu.Lock()
-	last := e.lastUsed
-	m.mu.Unlock()
-	return Info{Key: key, ID: e.id, ContainerID: e.containerID, State: "running", Created: e.created,
-		LastUsed: last, ExecutionCount: e.execCount, Storage: string(m.cfg.SessionStorage)}, nil
+	release()
+	return m.info(ctx, key)
 }
 
 // Inspect returns a summary of the kernel's namespace in the session of key
@@ -117,7 +140,7 @@ func (m *Manager) List(ctx context.Context) ([]Info, error) {
 		var wg sync.WaitGroup
 		sem := make(chan struct{}, 8)
 		for i := range out {
-			if out[i].State != "running" {
+			if out[i].State != "running" && out[i].State != "paused" {
 				continue
 			}
 			wg.Add(1)

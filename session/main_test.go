@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -20,22 +22,23 @@ import (
 	"github.com/agentbox/agentbox/session"
 )
 
-// engineExample is the example that runs on the engine. An example cannot
-// skip itself, so TestMain does what dockertest.Engine does for a test:
-// without an engine it is skipped with the reason (unless
-// AGENTBOX_REQUIRE_DOCKER=1, where it runs and fails), and with one the
+// engineExamples are the examples that run on the engine. An example
+// cannot skip itself, so TestMain does what dockertest.Engine does for a
+// test: without an engine they are skipped with the reason (unless
+// AGENTBOX_REQUIRE_DOCKER=1, where they run and fail), and with one the
 // sandbox image is made current first.
-const engineExample = "ExampleManager_Exec"
+var engineExamples = []string{"ExampleManager_Exec", "ExampleManager_WriteFiles"}
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	if selected(engineExample) {
+	if slices.ContainsFunc(engineExamples, selected) {
+		engineExample := strings.Join(engineExamples, ", ")
 		if err := exampleEngine(); err != nil {
 			if os.Getenv(dockertest.RequireEnv) == "1" {
 				fmt.Fprintf(os.Stderr, "%s: %v\n", engineExample, err)
 				os.Exit(1)
 			}
-			skip := "^" + engineExample + "$"
+			skip := "^(" + strings.Join(engineExamples, "|") + ")$"
 			if s := flag.Lookup("test.skip").Value.String(); s != "" {
 				skip = s + "|" + skip
 			}
@@ -108,7 +111,7 @@ func exampleSetup() (cfg config.Config, opts []session.Option, cleanup func()) {
 	_, _ = rand.Read(b[:])
 	opts = []session.Option{
 		session.WithNamespace("example-" + hex.EncodeToString(b[:])),
-		session.WithLabels(map[string]string{dockertest.LabelTest: engineExample}),
+		session.WithLabels(map[string]string{dockertest.LabelTest: "example"}),
 	}
 	return cfg, opts, func() { os.RemoveAll(dir) }
 }

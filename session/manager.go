@@ -76,8 +76,11 @@ type Manager struct {
 	grace       time.Duration // before unusable containers are removed
 	interval    time.Duration // of the background sweep
 	extraLabels map[string]string
+	images      map[string]imageChoice // allowed sandbox images by name, resolved by NewManager
+	defaults    *creation              // what a session asking for nothing is made with
 	pool        *pool
-	owner       *owner // this process, as the owner of its executions
+	owner       *owner     // this process, as the owner of its executions
+	cmds        commandSet // background shell commands (StartCommand)
 	// noIntents skips the intent write. Only the benchmark that prices
 	// that write sets it, to measure the Manager without it in the same
 	// run; nothing else may.
@@ -215,6 +218,7 @@ func NewManager(ctx context.Context, cfg config.Config, opts ...Option) (*Manage
 		return fail(err)
 	}
 	m.image = img
+	m.resolveImages(ctx)
 	if m.store, err = store.Open(ctx, cfg.ArtifactsDB); err != nil {
 		return fail(fmt.Errorf("open history: %w", err))
 	}

@@ -70,6 +70,9 @@ func probeResults(t *testing.T, out string) map[string]string {
 // TestSeccompBlocksIoUring runs the probe in a default session: every
 // syscall the profile removes fails with EPERM (or ENOSYS).
 func TestSeccompBlocksIoUring(t *testing.T) {
+	if dockertest.IsGVisor() {
+		t.Skip("gVisor applies a container's seccomp profile only with runsc --oci-seccomp, which hangs pyarrow in Debian's runsc (README, gVisor); its own kernel answers these calls")
+	}
 	if runtime.GOARCH != "amd64" {
 		t.Skipf("the probe uses x86_64 syscall numbers; this is %s", runtime.GOARCH)
 	}

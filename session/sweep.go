@@ -81,7 +81,11 @@ func (m *Manager) sweep(ctx context.Context) {
 			// (another manager may be using it): only its own idle
 			// timeout removes it.
 			id, ok := strings.CutPrefix(c.Name, m.ns+"_")
-			if ok && timeout > 0 {
+			if ok && m.expireIfDue(ctx, id, c, rows[id], now) {
+				continue
+			}
+			// A paused session is idle on purpose.
+			if ok && timeout > 0 && !c.Paused {
 				m.evictIfIdle(ctx, id, c, rows[id], now, timeout)
 			}
 		}
@@ -114,7 +118,11 @@ func (m *Manager) evictIfIdle(ctx context.Context, id string, c Container, row s
 	if e != nil && e.lastUsed.After(last) {
 		last = e.lastUsed
 	}
+	busy := e != nil && e.commands > 0
 	m.mu.Unlock()
+	if busy {
+		return
+	}
 	if now.Sub(last) <= timeout {
 		return
 	}

@@ -86,6 +86,9 @@ func TestStoppedInitIsALostSession(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			if dockertest.IsGVisor() && strings.HasPrefix(c.name, "stopped, then") {
+				t.Skip("under gVisor the stopped process is the sandbox's whole kernel, and the engine blocks on that container (inspect, rename, exec) until it runs again; only the host can do this, and a new process cannot tell it from a slow engine (README, gVisor)")
+			}
 			t.Parallel()
 			cfg := testConfig(t, func(c *config.Config) { c.InterruptGrace = grace })
 			ns := namespace()
@@ -101,7 +104,17 @@ func TestStoppedInitIsALostSession(t *testing.T) {
 			if took > bound {
 				t.Fatalf("the call took %s, more than timeout + grace + margin (%s)", took, bound)
 			}
-			if _, err := dockertest.Engine(t).InspectContainer(context.Background(), id); err == nil {
+			if dockertest.IsGVisor() {
+				// The stopped process is the sandbox's whole kernel: the
+				// engine cannot remove it before it runs again (the
+				// cleanup continues it), and holds the container while it
+				// tries; it must have given up the session's name.
+				ictx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				if c, err := dockertest.Engine(t).InspectContainer(ictx, ns+"_"+session.ID("k")); err == nil && c.ID == id {
+					t.Fatalf("the unresponsive container %s still holds the session's name", id)
+				}
+			} else if _, err := dockertest.Engine(t).InspectContainer(context.Background(), id); err == nil {
 				t.Fatalf("the unresponsive container %s is still there", id)
 			}
 			res := mustExec(t, m, "k", "'x' in globals()")

@@ -71,8 +71,9 @@ const (
 
 // New returns the tools backed by m, which is usually a *session.Manager:
 // code_sandbox, list_datasets, select_dataset (unless m is a
-// DatasetSelector that cannot select) and export_dataset, and
-// list_artifacts if m is an ArtifactLister.
+// DatasetSelector that cannot select) and export_dataset, list_artifacts
+// if m is an ArtifactLister, write_file, read_file and list_files if m is a
+// FileManager, and run_shell if m is a ShellRunner.
 func New(m Manager, opts Options) []Tool {
 	if opts.SessionKey == nil {
 		opts.SessionKey = func(context.Context) (string, error) { return "default", nil }
@@ -94,6 +95,12 @@ func New(m Manager, opts Options) []Tool {
 	list = append(list, t.exportDataset())
 	if l, ok := m.(ArtifactLister); ok {
 		list = append(list, t.listArtifacts(l))
+	}
+	if f, ok := m.(FileManager); ok {
+		list = append(list, t.fileTools(f)...)
+	}
+	if r, ok := m.(ShellRunner); ok {
+		list = append(list, t.runShell(r))
 	}
 	return list
 }

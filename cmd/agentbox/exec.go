@@ -30,6 +30,11 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	quiet := fs.Bool("quiet", false, "")
 	var timeout durationFlag
 	fs.Var(&timeout, "timeout", "")
+	env, labels := kvFlag{}, kvFlag{}
+	fs.Var(env, "env", "")
+	fs.Var(labels, "label", "")
+	var ttl durationFlag
+	fs.Var(&ttl, "ttl", "")
 	if status, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return status
 	}
@@ -82,6 +87,17 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if timeout > 0 {
 		opts = append(opts, session.Timeout(time.Duration(timeout)))
 	}
+	var create []session.StartOption
+	if len(env) > 0 {
+		create = append(create, session.Env(env))
+	}
+	if len(labels) > 0 {
+		create = append(create, session.Labels(labels))
+	}
+	if ttl > 0 {
+		create = append(create, session.TTL(time.Duration(ttl)))
+	}
+	opts = append(opts, session.CreateWith(create...))
 	var p *printer
 	if !*asJSON {
 		p = newPrinter(stdout, stderr, *raw)

@@ -5,6 +5,10 @@
 //	agentbox repl [--session KEY]
 //	agentbox ls [--json]
 //	agentbox stop KEY | --all
+//	agentbox cp SRC DST          (one side KEY:PATH; - is a tar stream)
+//	agentbox files [--session KEY] [--json] [-r] [PATH]
+//	agentbox sh [--session KEY] [--timeout D] [--json] -- CMD...
+//	agentbox pause KEY | resume KEY | renew KEY DURATION | info KEY [--json]
 //
 // Every invocation is a new process: it reattaches to the session's running
 // container, so variables and imports persist from one invocation to the
@@ -73,6 +77,20 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runLs(ctx, rest, stdout, stderr)
 	case "stop":
 		return runStop(ctx, rest, stdout, stderr)
+	case "cp":
+		return runCp(ctx, rest, stdin, stdout, stderr)
+	case "files":
+		return runFiles(ctx, rest, stdout, stderr)
+	case "sh":
+		return runSh(ctx, rest, stdout, stderr)
+	case "pause":
+		return runPause(ctx, rest, stdout, stderr)
+	case "resume":
+		return runResume(ctx, rest, stdout, stderr)
+	case "renew":
+		return runRenew(ctx, rest, stdout, stderr)
+	case "info":
+		return runInfo(ctx, rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		usage(stdout)
 		return exitOK
@@ -102,6 +120,11 @@ commands:
                             {"session", "id", "error": {"kind", "message"}}
       --quiet               do not list the artifacts the code wrote (by default the
                             first 5 are listed with their download URLs, the rest counted)
+      --env NAME=VALUE      environment variable of the session, if this call creates it
+                            (repeatable; visible to its code only)
+      --label NAME=VALUE    metadata label of the session, if this call creates it (repeatable)
+      --ttl D               time to live of the session, if this call creates it, such
+                            as 30m (default SESSION_TTL_S; renew extends it)
       --raw                 print the code's output as it is, escape sequences included
                             (by default they are shown escaped, such as \x1b for ESC, so
                             that the sandbox cannot act on your terminal)
@@ -112,12 +135,46 @@ commands:
                             or empty for none); Python decides when input is complete
   ls [--json]               list the sessions: key, id, container, state, age, idle, memory
   stop KEY | --all          stop one session, or every session, removing its container
+  cp SRC DST                copy files and folders into or out of a session, as the
+                            sandbox user: one side is KEY:PATH (PATH relative to
+                            /session unless absolute), the other a local path, or -
+                            for a tar stream on stdin (into the folder KEY:PATH) or
+                            stdout; links and special files in folders are skipped
+  files [flags] [PATH]      list a folder of a session (default /session)
+      --session KEY         the session (default "default")
+      -r                    recursively
+      --json                one JSON object: {path, entries: [{path, type, size,
+                            mode, mtime, target}], truncated}
+  sh [flags] -- CMD...      run a shell command (bash) in the session's container, beside
+                            its Python (which it neither waits for nor disturbs), as the
+                            sandbox user; one CMD argument is a command line as it is,
+                            several a program and its arguments; exits with its status
+      --session KEY         session to run in (default "default"; created if needed)
+      --timeout D           kill the command, and every process it started, after D
+                            (default EXEC_TIMEOUT_S); exit 124
+      --cwd DIR             folder to run in (default /session)
+      --env NAME=VALUE      add to its environment (repeatable)
+      --json                print one JSON object: exit_code, stdout, stderr,
+                            duration_ms, timed_out (and session, id, interrupted)
+      --raw                 print its output as it is, escape sequences included
+                            sh exits 125 when agentbox failed (usage, sandbox), 126 when
+                            the command could not start (no such folder), 130 on Ctrl-C
+  pause KEY                 freeze a session: its processes stop, its memory (the Python
+                            state) is kept; exec on it fails until resume
+  resume KEY                thaw a paused session, its state intact
+  renew KEY DURATION        the session expires DURATION (such as 30m) from now
+  info KEY [--json]         state (running, paused, stopped, lost), times, expiry,
+                            executions, memory, limits, image and labels of a session
   help                      show this help
 
 exit status:
-  0  the code ran without raising (ls, stop: done)
-  1  the code raised an exception or timed out; stop: no such session
-  2  usage or configuration error, or an --id reused for other code
+  0  the code ran without raising (ls, stop, pause, resume, renew, info: done)
+  1  the code raised an exception or timed out; stop, pause, resume, renew,
+     info: no such session; cp, files: no such file or session, permission
+     denied, a cap (FILES_MAX_FILE_MB, FILES_MAX_CALL_MB), a full /session,
+     a paused session
+  2  usage or configuration error, an --id reused for other code, or a
+     session option refused (--env, --label, --ttl)
   3  the sandbox failed: engine unreachable, image missing or stale (run
      sandbox-setup), session lost, or another system error
   130 interrupted by Ctrl-C before the code started
@@ -132,6 +189,8 @@ environment (also read from ./.env; see example.env for all):
   SESSIONS_ROOT        session folders in BIND mode (default ./sessions)
   ARTIFACTS_DB         history database, used for --id replays (default ./artifacts.db)
   SANDBOX_MEMORY_MB, SANDBOX_CPUS, SANDBOX_NETWORK   container limits
+  FILES_MAX_FILE_MB    largest file cp moves (default 1024)
+  FILES_MAX_CALL_MB    most bytes one cp into a session carries (default 2048)
   DOCKER_HOST          the Docker engine to use
 `)
 }
@@ -198,7 +257,8 @@ func failure(ctx context.Context, stderr io.Writer, err error) int {
 		return exitInterrupted
 	case errors.Is(err, config.ErrInvalid):
 		code = exitUsage
-	case errors.Is(err, session.ErrInvalidKey):
+	case errors.Is(err, session.ErrInvalidKey), errors.Is(err, session.ErrInvalidOption),
+		errors.Is(err, session.ErrAboveMaximum), errors.Is(err, session.ErrImageNotAllowed):
 		code = exitUsage
 	case errors.Is(err, session.ErrImageMissing), errors.Is(err, session.ErrImageStale):
 		if !strings.Contains(msg, "sandbox-setup") {

@@ -135,7 +135,8 @@ type ContainerState struct {
 	Name      string
 	Image     string // image ID
 	Labels    map[string]string
-	Running   bool
+	Running   bool // also while paused, as the engine says
+	Paused    bool // frozen (docker pause)
 	Status    string
 	ExitCode  int
 	OOMKilled bool
@@ -157,6 +158,7 @@ func (c *Client) InspectContainer(ctx context.Context, id string) (ContainerStat
 	}
 	if resp.State != nil {
 		st.Running = resp.State.Running
+		st.Paused = resp.State.Paused
 		st.Status = resp.State.Status
 		st.ExitCode = resp.State.ExitCode
 		st.OOMKilled = resp.State.OOMKilled
@@ -179,7 +181,7 @@ func (c *Client) ListContainers(ctx context.Context, labels ...string) ([]Contai
 	}
 	out := make([]ContainerState, 0, len(list))
 	for _, s := range list {
-		st := ContainerState{ID: s.ID, Image: s.ImageID, Labels: s.Labels, Running: s.State == "running", Status: s.State, Created: time.Unix(s.Created, 0)}
+		st := ContainerState{ID: s.ID, Image: s.ImageID, Labels: s.Labels, Running: s.State == "running" || s.State == "paused", Paused: s.State == "paused", Status: s.State, Created: time.Unix(s.Created, 0)}
 		if len(s.Names) > 0 {
 			st.Name = strings.TrimPrefix(s.Names[0], "/")
 		}

@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -30,6 +32,10 @@ const LabelTest = "io.agentbox.test"
 // RequireEnv is the variable that turns a missing engine from a skip into a failure.
 const RequireEnv = "AGENTBOX_REQUIRE_DOCKER"
 
+// RuntimeEnv names the OCI runtime test containers run under (for example
+// runsc, for gVisor); unset or empty means the engine's default.
+const RuntimeEnv = "AGENTBOX_TEST_RUNTIME"
+
 var (
 	engineOnce sync.Once
 	engineCli  *docker.Client
@@ -37,6 +43,9 @@ var (
 
 	imageOnce sync.Once
 	imageErr  error
+
+	runtimeOnce sync.Once
+	runtimeErr  error
 )
 
 // ImageName is the sandbox image tests use: SANDBOX_IMAGE or the default.
@@ -92,6 +101,52 @@ func Image(t testing.TB) string {
 	return ImageName()
 }
 
+// Runtime returns the OCI runtime tests run sandboxes under (RuntimeEnv; ""
+// for the engine's default), after checking that the engine knows it: a
+// runtime the engine lacks skips the test, or fails it under
+// AGENTBOX_REQUIRE_DOCKER=1, rather than passing under another runtime.
+func Runtime(t testing.TB) string {
+	t.Helper()
+	name := os.Getenv(RuntimeEnv)
+	if name == "" {
+		return ""
+	}
+	cli := Engine(t)
+	runtimeOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		info, err := cli.Info(ctx)
+		if err != nil {
+			runtimeErr = err
+			return
+		}
+		if !slices.Contains(info.Runtimes, name) {
+			runtimeErr = fmt.Errorf("the engine has no runtime %q (it has %s): install it and register it in /etc/docker/daemon.json, as .ci/run does", name, strings.Join(info.Runtimes, ", "))
+		}
+	})
+	if runtimeErr != nil {
+		if os.Getenv(RequireEnv) == "1" {
+			t.Fatalf("%s=%s: %v", RuntimeEnv, name, runtimeErr)
+		}
+		t.Skipf("%s=%s: %v (set %s=1 to make this a failure)", RuntimeEnv, name, runtimeErr, RequireEnv)
+	}
+	return name
+}
+
+// HasRuntime reports whether the engine knows the OCI runtime name, for
+// benchmarks that compare runtimes side by side when they can.
+func HasRuntime(t testing.TB, name string) bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	info, err := Engine(t).Info(ctx)
+	return err == nil && slices.Contains(info.Runtimes, name)
+}
+
+// IsGVisor reports whether tests run sandboxes under gVisor (runsc), for the
+// few tests whose expectations differ there (see the README's gVisor notes).
+func IsGVisor() bool { return strings.HasPrefix(os.Getenv(RuntimeEnv), "runsc") }
+
 type testLog struct{}
 
 func (testLog) Write(p []byte) (int, error) { return os.Stderr.Write(p) }
@@ -118,7 +173,8 @@ func Sandbox(t testing.TB, edit func(*docker.ContainerSpec)) string {
 	cli := Engine(t)
 	spec := imagesetup.LockedDown(Image(t))
 	spec.Labels = map[string]string{LabelTest: t.Name()}
-	spec.Env = []string{"AGENTBOX_INTERRUPT_GRACE=2"}
+	spec.Env = append(spec.Env, "AGENTBOX_INTERRUPT_GRACE=2")
+	spec.Runtime = Runtime(t)
 	if edit != nil {
 		edit(&spec)
 	}

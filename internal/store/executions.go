@@ -37,6 +37,12 @@ type Execution struct {
 	Replayed        bool
 
 	Artifacts json.RawMessage // opaque JSON array from the caller; nil is stored as []
+
+	// Kind is "" for Python code run by the kernel, KindShell for a shell
+	// command, whose line is in Code (see RecordCommand).
+	Kind string
+	// ExitCode is a shell command's exit status; nil for Python.
+	ExitCode *int
 }
 
 // RecordExecution appends e to the history and sets e.Seq. In the same
@@ -117,7 +123,7 @@ func (s *Store) RecordExecution(ctx context.Context, e *Execution) error {
 // executionColumns is the column list scanExecution reads.
 const executionColumns = `seq, namespace, session_id, session_key, exec_id, execution_count, code, stdout,
 	stderr, outputs, error, started, duration_ns, timed_out, interrupted, kernel_restarted, state_lost,
-	replayed, artifacts`
+	replayed, artifacts, kind, exit_code`
 
 // Executions returns the history of a session, oldest first: all of it when
 // limit <= 0, else its last limit executions.
@@ -168,10 +174,12 @@ func scanExecution(sc scanner) (Execution, error) {
 		outputs, started, artifact string
 		exc                        sql.NullString
 		dur                        int64
+		exit                       sql.NullInt64
 	)
 	err := sc.Scan(&e.Seq, &e.Namespace, &e.SessionID, &e.SessionKey, &e.ExecID, &e.ExecutionCount,
 		&e.Code, &e.Stdout, &e.Stderr, &outputs, &exc, &started, &dur,
-		&e.TimedOut, &e.Interrupted, &e.KernelRestarted, &e.StateLost, &e.Replayed, &artifact)
+		&e.TimedOut, &e.Interrupted, &e.KernelRestarted, &e.StateLost, &e.Replayed, &artifact,
+		&e.Kind, &exit)
 	if err != nil {
 		return Execution{}, err
 	}
@@ -192,5 +200,12 @@ func scanExecution(sc scanner) (Execution, error) {
 	}
 	e.Duration = time.Duration(dur)
 	e.Artifacts = json.RawMessage(artifact)
+	if e.Kind == KindPython {
+		e.Kind = ""
+	}
+	if exit.Valid {
+		n := int(exit.Int64)
+		e.ExitCode = &n
+	}
 	return e, nil
 }

@@ -27,10 +27,13 @@ type Session struct {
 	StopReason string    // why it stopped: "idle", "stopped", "lost"...
 
 	Limits map[string]string // resource limits by name: "memory", "cpus", "pids"...
+
+	Expires time.Time // past it the session is removed; zero: never (see RenewSession)
+	Paused  time.Time // when it was paused; zero while not paused (see SetPaused)
 }
 
 // PutSession inserts or replaces the session with s's namespace and id, as
-// running: Stopped and StopReason are cleared, whatever s holds.
+// running: Stopped, StopReason and Paused are cleared, whatever s holds.
 func (s *Store) PutSession(ctx context.Context, sess Session) error {
 	if sess.ID == "" {
 		return fmt.Errorf("put session %q: empty id", sess.Key)
@@ -43,14 +46,15 @@ func (s *Store) PutSession(ctx context.Context, sess Session) error {
 		limits = []byte("{}")
 	}
 	_, err = s.db.ExecContext(ctx, `INSERT INTO sessions
-		(namespace, id, key, container_id, image, storage, created, last_used, execution_count, stopped, stop_reason, limits)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, '', '', ?)
+		(namespace, id, key, container_id, image, storage, created, last_used, execution_count, stopped, stop_reason, limits, expires, paused)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, '', '', ?, ?, 0)
 		ON CONFLICT (namespace, id) DO UPDATE SET
 			key = excluded.key, container_id = excluded.container_id, image = excluded.image,
 			storage = excluded.storage, created = excluded.created, last_used = excluded.last_used,
-			execution_count = excluded.execution_count, stopped = '', stop_reason = '', limits = excluded.limits`,
+			execution_count = excluded.execution_count, stopped = '', stop_reason = '', limits = excluded.limits,
+			expires = excluded.expires, paused = 0`,
 		sess.Namespace, sess.ID, sess.Key, sess.ContainerID, sess.Image, sess.Storage,
-		formatTime(sess.Created), formatTime(sess.LastUsed), sess.ExecutionCount, string(limits))
+		formatTime(sess.Created), formatTime(sess.LastUsed), sess.ExecutionCount, string(limits), unixMilli(sess.Expires))
 	if err != nil {
 		return fmt.Errorf("put session %s: %w", sess.ID, err)
 	}
@@ -91,7 +95,7 @@ func (s *Store) updateSession(ctx context.Context, op, ns, id, query string, arg
 
 // sessionColumns is the column list scanSession reads.
 const sessionColumns = `namespace, id, key, container_id, image, storage, created, last_used,
-	execution_count, stopped, stop_reason, limits`
+	execution_count, stopped, stop_reason, limits, expires, paused`
 
 // Session returns the session with namespace ns and id id, or ErrNotFound.
 func (s *Store) Session(ctx context.Context, ns, id string) (Session, error) {
@@ -137,9 +141,10 @@ func scanSession(sc scanner) (Session, error) {
 	var (
 		sess                       Session
 		created, used, stop, limit string
+		expires, paused            int64
 	)
 	err := sc.Scan(&sess.Namespace, &sess.ID, &sess.Key, &sess.ContainerID, &sess.Image, &sess.Storage,
-		&created, &used, &sess.ExecutionCount, &stop, &sess.StopReason, &limit)
+		&created, &used, &sess.ExecutionCount, &stop, &sess.StopReason, &limit, &expires, &paused)
 	if err != nil {
 		return Session{}, err
 	}
@@ -158,5 +163,6 @@ func scanSession(sc scanner) (Session, error) {
 	if len(sess.Limits) == 0 {
 		sess.Limits = nil
 	}
+	sess.Expires, sess.Paused = fromUnixMilli(expires), fromUnixMilli(paused)
 	return sess, nil
 }

@@ -1,0 +1,381 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agentbox/agentbox/internal/docker"
+	"github.com/agentbox/agentbox/internal/store"
+)
+
+// Lifecycle: a session may be paused (its container frozen, memory kept)
+// and resumed, and may have a time to live, extended by Renew. Both live
+// where every process sees them: the pause in the engine and the database,
+// the expiry in the database (and, as first set, on the container's
+// labels). A paused session is refused, with ErrPaused, by every call that
+// would reach its kernel (Exec, Inspect, Fetch, ...): it is not resumed
+// behind the caller's back, since whoever paused it meant it to stay
+// frozen; Resume first. The idle sweep leaves it alone; its time to live
+// still runs.
+
+var (
+	// ErrPaused means the session is paused: calls that reach its kernel
+	// or its files are refused until Resume (nothing thaws it behind the
+	// back of whoever paused it).
+	ErrPaused = errors.New("session paused")
+	// ErrExpired means the session's time to live ran out: it is (being)
+	// removed, and cannot be renewed. The next Exec on the key starts a
+	// fresh session, and its result says so.
+	ErrExpired = errors.New("session expired")
+	// ErrBusy means another process is running an execution in the
+	// session, so it cannot be paused now.
+	ErrBusy = errors.New("session busy in another process")
+)
+
+// States of a session as Info reports them.
+const (
+	StateRunning = "running"
+	StatePaused  = "paused"
+	StateStopped = "stopped" // ended on purpose: Stop, idle, expired
+	StateLost    = "lost"    // its container died or was removed from outside
+)
+
+// stopExpired begins the stop reason of an expired session.
+const stopExpired = "expired"
+
+// pauser is the optional capability of a Driver to freeze and thaw a
+// container.
+type pauser interface {
+	Pause(ctx context.Context, id string) error
+	Unpause(ctx context.Context, id string) error
+}
+
+func (d dockerDriver) Pause(ctx context.Context, id string) error {
+	return classifyState(d.cli.PauseContainer(ctx, id))
+}
+
+func (d dockerDriver) Unpause(ctx context.Context, id string) error {
+	return classifyState(d.cli.UnpauseContainer(ctx, id))
+}
+
+// classifyState is classify for calls whose conflict means a container in
+// the wrong state, not a taken name.
+func classifyState(err error) error {
+	if errors.Is(err, docker.ErrConflict) {
+		return err
+	}
+	return classify(err)
+}
+
+func pausedError(containerID string) error {
+	return fmt.Errorf("%w: container %s is frozen: resume it first (Manager.Resume, agentbox resume KEY)", ErrPaused, shortID(containerID))
+}
+
+// Pause freezes the session of key: every process in its container stops
+// where it is, its memory (the Python state) is kept, and it uses no CPU
+// until Resume. It waits for this process's calls on the session to end
+// (until ctx does); ErrBusy if another process is running an execution in
+// it. Pausing a paused session is no error. ErrNotFound if the key has no
+// session.
+func (m *Manager) Pause(ctx context.Context, key string) error {
+	if err := m.begin(); err != nil {
+		return err
+	}
+	defer m.calls.Done()
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	p, c, err := m.lifecycleTarget(ctx, "pause", key)
+	if err != nil {
+		return err
+	}
+	id := ID(key)
+	fail := func(err error) error { return &Error{Op: "pause", Key: key, ContainerID: c.ID, Err: err} }
+	if c.Paused {
+		m.recordPause(ctx, id, time.Now())
+		return nil
+	}
+	m.mu.Lock()
+	e := m.sessions[id]
+	m.mu.Unlock()
+	if e != nil {
+		select {
+		case e.turn <- struct{}{}:
+			defer func() { <-e.turn }()
+		case <-ctx.Done():
+			return fail(fmt.Errorf("wait for the calls on it to end: %w", ctx.Err()))
+		}
+	}
+	if m.runningElsewhere(ctx, id) {
+		return fail(ErrBusy)
+	}
+	// Recorded first: from here on, a call in any process is refused
+	// before it writes to a kernel that will not answer.
+	if err := m.store.SetPaused(ctx, m.ns, id, time.Now()); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return fail(fmt.Errorf("record the pause: %w", err))
+	}
+	err = m.bumpEpoch()
+	if err == nil {
+		err = p.Pause(ctx, c.ID)
+	}
+	if err != nil {
+		if now, ierr := m.drv.Inspect(ctx, c.ID); ierr == nil && now.Paused {
+			return nil // another process paused it meanwhile
+		}
+		if cerr := m.store.SetPaused(context.WithoutCancel(ctx), m.ns, id, time.Time{}); cerr != nil && !errors.Is(cerr, store.ErrNotFound) {
+			err = errors.Join(err, fmt.Errorf("undo the recorded pause: %w", cerr))
+		}
+		err = errors.Join(err, m.bumpEpoch())
+		return fail(err)
+	}
+	return nil
+}
+
+// recordPause makes the database agree with an engine that shows the
+// session paused (by another process, or by docker pause); best effort.
+func (m *Manager) recordPause(ctx context.Context, id string, at time.Time) {
+	row, err := m.store.Session(ctx, m.ns, id)
+	if err != nil || !row.Paused.IsZero() {
+		return
+	}
+	if err := m.store.SetPaused(ctx, m.ns, id, at); err != nil {
+		m.log.Warn("record a pause", "session_id", id, "err", err)
+	}
+	if err := m.bumpEpoch(); err != nil {
+		m.log.Warn("record a pause", "session_id", id, "err", err)
+	}
+}
+
+// Resume thaws the paused session of key, its processes and Python state
+// as they were, and counts as a use of it (the idle timeout starts again).
+// Resuming a running session is no error. ErrNotFound if the key has no
+// session.
+func (m *Manager) Resume(ctx context.Context, key string) error {
+	if err := m.begin(); err != nil {
+		return err
+	}
+	defer m.calls.Done()
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	p, c, err := m.lifecycleTarget(ctx, "resume", key)
+	if err != nil {
+		return err
+	}
+	id := ID(key)
+	if c.Paused {
+		if err := p.Unpause(ctx, c.ID); err != nil {
+			if now, ierr := m.drv.Inspect(ctx, c.ID); ierr != nil || now.Paused {
+				return &Error{Op: "resume", Key: key, ContainerID: c.ID, Err: err}
+			}
+			// Another process resumed it meanwhile.
+		}
+	}
+	now := time.Now()
+	if err := m.store.ResumeSession(ctx, m.ns, id, now); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return &Error{Op: "resume", Key: key, ContainerID: c.ID, Err: fmt.Errorf("record the resume (the container runs): %w", err)}
+	}
+	if err := m.bumpEpoch(); err != nil {
+		return &Error{Op: "resume", Key: key, ContainerID: c.ID, Err: fmt.Errorf("record the resume (the container runs): %w", err)}
+	}
+	m.mu.Lock()
+	if e := m.sessions[id]; e != nil && now.After(e.lastUsed) {
+		e.lastUsed = now
+	}
+	m.mu.Unlock()
+	return nil
+}
+
+// lifecycleTarget returns the driver's pauser and the running (or paused)
+// container of key's session.
+func (m *Manager) lifecycleTarget(ctx context.Context, op, key string) (pauser, Container, error) {
+	p, ok := m.drv.(pauser)
+	if !ok {
+		return nil, Container{}, &Error{Op: op, Key: key, Err: fmt.Errorf("the sandbox driver cannot pause containers: %w", errors.ErrUnsupported)}
+	}
+	c, err := m.drv.Inspect(ctx, m.containerName(ID(key)))
+	switch {
+	case errors.Is(err, ErrContainerNotFound):
+		return nil, Container{}, &Error{Op: op, Key: key, Err: ErrNotFound}
+	case err != nil:
+		return nil, Container{}, &Error{Op: op, Key: key, Err: err}
+	case !c.Running:
+		return nil, Container{}, &Error{Op: op, Key: key, ContainerID: c.ID, Err: &lostError{id: c.ID, reason: deathReason(c, m.image.ID)}}
+	}
+	return p, c, nil
+}
+
+// Renew sets the session's expiry to d from now (at most
+// SESSION_MAX_TTL_S), whatever its time to live was (none included), and
+// returns it. A paused session may be renewed. ErrExpired once the expiry
+// has passed, even if the sweep has not removed the session yet;
+// ErrNotFound if the key has no session.
+func (m *Manager) Renew(ctx context.Context, key string, d time.Duration) (time.Time, error) {
+	if err := m.begin(); err != nil {
+		return time.Time{}, err
+	}
+	defer m.calls.Done()
+	if err := checkKey(key); err != nil {
+		return time.Time{}, err
+	}
+	fail := func(err error) (time.Time, error) { return time.Time{}, &Error{Op: "renew", Key: key, Err: err} }
+	if d <= 0 {
+		return fail(&OptionError{Option: "renew", Want: d.String() + ": want more than 0", Err: ErrInvalidOption})
+	}
+	if err := checkTTL("renew", d, m.cfg.MaxSessionTTL); err != nil {
+		return fail(err)
+	}
+	if _, err := m.drv.Inspect(ctx, m.containerName(ID(key))); errors.Is(err, ErrContainerNotFound) {
+		return fail(ErrNotFound)
+	} else if err != nil {
+		return fail(err)
+	}
+	now := time.Now()
+	exp := now.Add(d)
+	err := m.store.RenewSession(ctx, m.ns, ID(key), exp, now)
+	switch {
+	case errors.Is(err, store.ErrExpired):
+		return fail(fmt.Errorf("%w: %w", ErrExpired, err))
+	case errors.Is(err, store.ErrNotFound):
+		return fail(fmt.Errorf("%w: %w", ErrNotFound, err))
+	case err != nil:
+		return fail(err)
+	}
+	if err := m.bumpEpoch(); err != nil {
+		return fail(fmt.Errorf("renewed to %s, but other processes may not see it before their next database read: %w", exp.Format(time.RFC3339), err))
+	}
+	return exp, nil
+}
+
+// checkLive refuses a session (e's turn held) that the database says is
+// paused, or that is past its expiry; the latter is removed on the way.
+// The database is asked, not this process's memory, so a pause or renewal
+// by another process counts at once. Unsure is live: the engine decides.
+func (m *Manager) checkLive(ctx context.Context, e *entry) error {
+	row, err := m.liveness(ctx, e)
+	if err != nil || row.ContainerID != e.containerID || row.Stopped {
+		return nil
+	}
+	if !row.Paused.IsZero() {
+		return &Error{Op: "open", Key: e.key, ContainerID: e.containerID,
+			Err: fmt.Errorf("%w since %s: resume it first (Manager.Resume, agentbox resume KEY)", ErrPaused, row.Paused.Local().Format(time.RFC3339))}
+	}
+	if row.Expires.IsZero() || time.Now().Before(row.Expires) {
+		return nil
+	}
+	if !m.expire(ctx, e.id, e.containerID, row.Expires, e, true, true) {
+		e.live = nil // renewed meanwhile: read the new expiry next time
+		return nil
+	}
+	return &Error{Op: "open", Key: e.key, ContainerID: e.containerID, Err: fmt.Errorf("%w at %s (its time to live)", ErrExpired, row.Expires.Local().Format(time.RFC3339))}
+}
+
+// expireIfDue removes the session container c (id) if its expiry has
+// passed, whatever it is doing: the time to live is a hard limit, where
+// the idle timeout is not. It reports whether it did.
+func (m *Manager) expireIfDue(ctx context.Context, id string, c Container, row store.Session, now time.Time) bool {
+	recorded := row.ContainerID == c.ID
+	exp := labelExpiry(c)
+	if recorded {
+		exp = row.Expires // renewals live here
+	}
+	if exp.IsZero() || now.Before(exp) {
+		return false
+	}
+	m.mu.Lock()
+	e := m.sessions[id]
+	m.mu.Unlock()
+	return m.expire(ctx, id, c.ID, exp, e, recorded, false)
+}
+
+// expire removes session id's container containerID, past its expiry exp.
+// With a record, the database decides first (in one statement, against a
+// renewal); one that another process expired counts as expired. e is this
+// process's entry, if any: it is dropped, and its client closed if idle
+// (its turn is taken here unless the caller holds it: held).
+func (m *Manager) expire(ctx context.Context, id, containerID string, exp time.Time, e *entry, recorded, held bool) bool {
+	now := time.Now()
+	reason := fmt.Sprintf("%s: its time to live ended at %s", stopExpired, exp.Local().Format(time.RFC3339))
+	if recorded {
+		ok, err := m.store.ExpireSession(ctx, m.ns, id, containerID, now, reason)
+		if err != nil {
+			m.log.Warn("expire session", "session_id", id, "err", err)
+			return false
+		}
+		if !ok {
+			row, err := m.store.Session(ctx, m.ns, id)
+			if err != nil || row.Stopped.IsZero() {
+				return false // renewed
+			}
+		}
+	}
+	if e != nil {
+		m.drop(e)
+		if held {
+			closeClient(e)
+		} else {
+			select {
+			case e.turn <- struct{}{}:
+				closeClient(e)
+				<-e.turn
+			default:
+				// A call in flight sees its stream end with the
+				// container, and closes its client itself.
+			}
+		}
+	}
+	m.log.Info("expire session", "session_id", id, "container_id", shortID(containerID), "expired", exp)
+	if err := m.drv.Remove(context.WithoutCancel(ctx), containerID); err != nil && !errors.Is(err, ErrContainerNotFound) {
+		m.log.Warn("expire session", "session_id", id, "err", err)
+	}
+	m.markStopped(ctx, id, reason)
+	if err := m.bumpEpoch(); err != nil {
+		m.log.Warn("expire session", "session_id", id, "err", err)
+	}
+	return true
+}
+
+// pausedNow reports, as ErrPaused, that e's container (its turn held) is
+// frozen: a kernel that stopped answering is then paused, not dead, and
+// its client is closed for a new one after Resume.
+func (m *Manager) pausedNow(ctx context.Context, e *entry) error {
+	c, err := m.drv.Inspect(context.WithoutCancel(ctx), e.containerID)
+	if err != nil || !c.Paused {
+		return nil
+	}
+	closeClient(e)
+	return pausedError(c.ID)
+}
+
+// closeClient closes e's kernel client (e's turn held).
+func closeClient(e *entry) {
+	if e.client != nil {
+		e.client.Close()
+		e.client = nil
+	}
+}
+
+// warm returns a warm container for e, or nil: one made with the defaults
+// cannot serve a session asking for other options.
+func (m *Manager) warm(e *entry) *pooled {
+	if e.cr != nil && e.cr.custom {
+		return nil
+	}
+	return m.pool.take()
+}
+
+// freshNotice is what the first result of a fresh session says about the
+// one before it, which ended for reason; "" when nothing needs saying.
+func freshNotice(reason string) string {
+	const fresh = "; this is a fresh session, and variables and imports from before are gone"
+	switch {
+	case strings.HasPrefix(reason, stopIdle):
+		return "the session " + strings.TrimPrefix(strings.TrimPrefix(reason, stopIdle), ": ") + fresh
+	case strings.HasPrefix(reason, stopExpired):
+		return "the session " + reason + fresh
+	}
+	return ""
+}

@@ -1,0 +1,59 @@
+package session_test
+
+import (
+	"context"
+	"io"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/agentbox/agentbox/internal/dockertest"
+	"github.com/agentbox/agentbox/session"
+)
+
+// BenchmarkShellRoundTrip measures Run("true") against two floors on the
+// same container, interleaved: the engine's own exec of `true` through its
+// API (create, attach, run, read to the end: what docker exec does, and
+// what Run is built on), and the docker command itself (`docker exec ID
+// true`, which adds the CLI's own start).
+func BenchmarkShellRoundTrip(b *testing.B) {
+	m := newManager(b, nil)
+	ctx := context.Background()
+	info, err := m.Start(ctx, "rt")
+	if err != nil {
+		b.Fatal(err)
+	}
+	cli := dockertest.Engine(b)
+	var api, cliFloor, run samples
+	for i := 0; i < 60; i++ {
+		start := time.Now()
+		s, err := cli.Exec(ctx, info.ContainerID, "1000", []string{"true"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		s.CloseWrite()
+		io.Copy(io.Discard, s)
+		s.Close()
+		a := time.Since(start)
+
+		start = time.Now()
+		if out, err := exec.Command("docker", "exec", "-u", "1000", info.ContainerID, "true").CombinedOutput(); err != nil {
+			b.Fatalf("docker exec: %v %s", err, out)
+		}
+		c := time.Since(start)
+
+		start = time.Now()
+		res, err := m.Run(ctx, "rt", session.Command{Line: "true"})
+		if err != nil || res.ExitCode != 0 {
+			b.Fatal(res, err)
+		}
+		r := time.Since(start)
+		if i >= 10 {
+			api, cliFloor, run = append(api, a), append(cliFloor, c), append(run, r)
+		}
+	}
+	report(b, "engine-exec", api, nil)
+	report(b, "docker-exec-cli", cliFloor, nil)
+	report(b, "run", run, api)
+	b.ReportMetric(float64(run.Pct(0.5))/float64(cliFloor.Pct(0.5)), "run/docker-exec-cli")
+}

@@ -1,0 +1,255 @@
+package session
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// superviseMargin is what the supervisor may take, beyond the command's
+// timeout and grace, to report; past it the host stops waiting.
+const superviseMargin = 10 * time.Second
+
+// maxFrameExtra bounds a frame beyond the output cap: the supervisor reads
+// 64 KiB at a time and adds a one-line note to a cut tail.
+const maxFrameExtra = 64<<10 + 4096
+
+// Run runs cmd in the session of key, creating the session if needed, and
+// returns how it ended. It runs beside the kernel, not in it: an execution
+// on the same key neither waits for it nor sees it, and the Python state
+// is untouched. At the timeout (or when ctx ends) every process the
+// command started, even one that left its process group or ignores
+// SIGTERM, gets SIGTERM, then SIGKILL after INTERRUPT_GRACE_S; the result
+// is flagged TimedOut (or Interrupted) and returned without an error.
+// Whatever the command leaves running when it exits is killed too: start a
+// long-lived process with StartCommand. The command is recorded in the
+// history (and in BIND mode session.log).
+//
+// A Go error means the command could not run: ErrInvalidCommand for bad
+// input, a *CommandError (for a missing working folder, wrapping
+// fs.ErrNotExist), ErrSessionLost when the container went away meanwhile,
+// each inside an *Error naming the session.
+func (m *Manager) Run(ctx context.Context, key string, cmd Command) (*CommandResult, error) {
+	if err := m.begin(); err != nil {
+		return nil, err
+	}
+	defer m.calls.Done()
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	if err := cmd.check(); err != nil {
+		return nil, &Error{Op: "run", Key: key, Err: err}
+	}
+	e, containerID, count, done, err := m.commandSession(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	res := &CommandResult{Session: key, ID: newCommandID(), Line: cmd.Line, Started: time.Now()}
+	limit := m.cfg.MaxOutputBytes
+	out := &capBuffer{max: limit + maxFrameExtra, w: cmd.Stdout}
+	errb := &capBuffer{max: limit + maxFrameExtra, w: cmd.Stderr}
+	timeout := cmp.Or(cmd.Timeout, m.cfg.ExecTimeout)
+	o, err := m.supervise(ctx, containerID, cmd, timeout, limit, func(kind byte, p []byte) {
+		if kind == 'o' {
+			out.Write(p)
+		} else {
+			errb.Write(p)
+		}
+	})
+	if err != nil {
+		return nil, &Error{Op: "run", Key: key, ContainerID: containerID, Err: err}
+	}
+	res.fill(o, out.String(), errb.String())
+	m.recordCommand(ctx, e, count, res)
+	return res, nil
+}
+
+// fill sets what the supervisor reported.
+func (r *CommandResult) fill(o *outcome, stdout, stderr string) {
+	r.ExitCode, r.Signal = *o.ExitCode, o.Signal
+	r.Stdout, r.Stderr = stdout, stderr
+	r.Duration = time.Duration(o.Duration * float64(time.Second))
+	r.TimedOut = o.Reason == "timeout"
+	r.Interrupted = o.Reason == "interrupted"
+	if len(o.Truncated) > 0 {
+		r.Truncated = o.Truncated
+	}
+}
+
+// commandSession returns the key's session (started if needed), its
+// container and execution count, holding its turn only that long: a command runs beside the
+// kernel, so executions keep their turns. Until done is called the
+// session counts as in use and the sweep leaves it alone.
+func (m *Manager) commandSession(ctx context.Context, key string) (*entry, string, int, func(), error) {
+	e, release, err := m.acquire(ctx, key, true)
+	if err != nil {
+		return nil, "", 0, nil, err
+	}
+	id, count := e.containerID, e.execCount
+	now := time.Now()
+	m.mu.Lock()
+	e.commands++
+	e.lastUsed = now
+	m.mu.Unlock()
+	release()
+	var once sync.Once
+	return e, id, count, func() {
+		once.Do(func() {
+			m.mu.Lock()
+			e.commands--
+			e.lastUsed = time.Now()
+			m.mu.Unlock()
+		})
+	}, nil
+}
+
+// supervise runs cmd under the supervisor in container id, passing each
+// output frame to emit, and returns the supervisor's outcome: a command
+// that could not start is a *CommandError. timeout 0 is none. maxOut caps
+// each stream in the container (0: everything streams). When ctx ends the supervisor is told
+// to kill the command, and its outcome (flagged interrupted) is still
+// awaited, for the grace period and a margin.
+func (m *Manager) supervise(ctx context.Context, id string, cmd Command, timeout time.Duration, maxOut int, emit func(kind byte, p []byte)) (*outcome, error) {
+	cs, ok := m.drv.(commandStreamer)
+	if !ok {
+		return nil, fmt.Errorf("the driver cannot run commands in a container: %w", errors.ErrUnsupported)
+	}
+	grace := m.cfg.InterruptGrace
+	spec, err := json.Marshal(supervisorSpec{
+		Line: cmd.Line, Cwd: cmp.Or(cmd.Cwd, DefaultCwd), Env: cmd.Env,
+		Timeout: timeout.Seconds(), Grace: grace.Seconds(), MaxOutput: maxOut,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s, err := cs.StreamCommand(ctx, id, supervisorUser, supervisorCommand())
+	if err != nil {
+		if lost := m.checkAlive(context.WithoutCancel(ctx), id); lost != nil {
+			return nil, lost
+		}
+		return nil, fmt.Errorf("start the command: %w", err)
+	}
+	var closeOnce sync.Once
+	var closedByHost atomic.Bool
+	closeStream := func() { closeOnce.Do(func() { closedByHost.Store(true); s.Close() }) }
+	defer closeOnce.Do(func() { s.Close() })
+
+	var hdr [4]byte
+	binary.BigEndian.PutUint32(hdr[:], uint32(len(spec)))
+	if _, err := s.Write(append(hdr[:], spec...)); err != nil {
+		return nil, fmt.Errorf("start the command: send it: %w", err)
+	}
+	// A backstop only: the supervisor enforces the timeout itself.
+	hard := time.AfterFunc(timeout+grace+superviseMargin, closeStream)
+	if timeout == 0 {
+		hard.Stop()
+	}
+	defer hard.Stop()
+	stop := context.AfterFunc(ctx, func() {
+		s.Write([]byte{'k'})
+		s.CloseWrite()
+		hard.Reset(grace + superviseMargin)
+	})
+	defer stop()
+
+	maxFrame := maxOut + maxFrameExtra
+	if maxOut == 0 {
+		maxFrame = maxFrameExtra
+	}
+	var fh [5]byte
+	buf := make([]byte, 64<<10)
+	for {
+		if _, err := io.ReadFull(s, fh[:]); err != nil {
+			return nil, m.streamBroke(ctx, id, s, closedByHost.Load(), err)
+		}
+		n := int(binary.BigEndian.Uint32(fh[1:]))
+		if n > maxFrame {
+			return nil, fmt.Errorf("the command's supervisor sent a frame of %d bytes (at most %d)", n, maxFrame)
+		}
+		if n > len(buf) {
+			buf = make([]byte, n)
+		}
+		p := buf[:n]
+		if _, err := io.ReadFull(s, p); err != nil {
+			return nil, m.streamBroke(ctx, id, s, closedByHost.Load(), err)
+		}
+		switch fh[0] {
+		case 'o', 'e':
+			emit(fh[0], p)
+		case 'x':
+			var o outcome
+			if err := json.Unmarshal(p, &o); err != nil {
+				return nil, fmt.Errorf("the command's supervisor: bad outcome: %w", err)
+			}
+			if o.Error != nil {
+				return nil, o.startError()
+			}
+			if o.ExitCode == nil {
+				return nil, errors.New("the command's supervisor: outcome without an exit code")
+			}
+			return &o, nil
+		default:
+			return nil, fmt.Errorf("the command's supervisor sent a frame of unknown kind %q", fh[0])
+		}
+	}
+}
+
+// streamBroke explains a supervisor stream that ended before the outcome.
+func (m *Manager) streamBroke(ctx context.Context, id string, s CommandStream, closedByHost bool, err error) error {
+	// A container being killed or removed ends the stream a moment before
+	// the engine reports it gone: look a few times.
+	ctx = context.WithoutCancel(ctx)
+	for i := 0; i < 20; i++ {
+		if lost := m.checkAlive(ctx, id); lost != nil {
+			return lost
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if closedByHost {
+		return fmt.Errorf("the command's supervisor did not report in time; the stream was closed: %w", context.DeadlineExceeded)
+	}
+	if msg := strings.TrimSpace(s.Stderr()); msg != "" {
+		return fmt.Errorf("the command's supervisor failed: %s", lastLines(msg, 5))
+	}
+	return fmt.Errorf("the command's stream ended early: %w", err)
+}
+
+// lastLines returns the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// capBuffer keeps what a stream sent, up to max bytes (the supervisor caps
+// already; this bounds the host's memory whatever it is sent), and passes
+// every write on to w.
+type capBuffer struct {
+	buf bytes.Buffer
+	max int
+	w   io.Writer
+}
+
+func (c *capBuffer) Write(p []byte) {
+	if c.w != nil {
+		c.w.Write(p)
+	}
+	if room := c.max - c.buf.Len(); room > 0 {
+		c.buf.Write(p[:min(len(p), room)])
+	}
+}
+
+// String is the text kept, invalid UTF-8 replaced (as executions do).
+func (c *capBuffer) String() string { return strings.ToValidUTF8(c.buf.String(), "\uFFFD") }
