@@ -30,7 +30,8 @@ package session
 // always last. Output beyond max_output per stream (when not 0) keeps its
 // head (streamed at once) and tail (sent at the end after a note), like an
 // execution's.
-const shellSupervisor = `import ctypes, errno, json, os, selectors, signal, struct, sys, threading, time
+const shellSupervisor = `# agentbox-shell-supervisor (commandProbe looks for this line)
+import ctypes, errno, json, os, selectors, signal, struct, sys, threading, time
 
 PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_CHILD_SUBREAPER = 4, 24, 36
 MAX_SPEC = 4 << 20

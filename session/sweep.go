@@ -129,6 +129,14 @@ func (m *Manager) evictIfIdle(ctx context.Context, id string, c Container, row s
 	if m.runningElsewhere(ctx, id) {
 		return
 	}
+	// Commands leave no intent: the container itself says whether one
+	// runs (started by another manager; this one's are counted in e).
+	// A container that cannot be asked is not kept for it.
+	if n, err := m.commandsRunning(ctx, c.ID); err != nil {
+		m.log.Warn("sweep: look for commands in progress", "session_id", id, "err", err)
+	} else if n > 0 {
+		return
+	}
 	if e != nil {
 		select {
 		case e.turn <- struct{}{}: // not in use: hold it while evicting

@@ -86,3 +86,55 @@ func TestBusySessionIsNotSwept(t *testing.T) {
 		})
 	}
 }
+
+// TestCommandSessionIsNotSwept: a shell command, in the foreground or in
+// the background, that runs several times longer than the idle timeout
+// keeps its session, whichever manager sweeps: another process cannot see
+// this one's commands in memory, so it asks the container. Once the
+// command is over the session idles out as any other.
+func TestCommandSessionIsNotSwept(t *testing.T) {
+	t.Parallel()
+	for _, another := range []bool{false, true} {
+		for _, background := range []bool{false, true} {
+			name := "another process sweeps=" + strconv.FormatBool(another) + "/background=" + strconv.FormatBool(background)
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				m, sweep := sweepers(t, 2*time.Second, another)
+				mustExec(t, m, "k", "x = 41")
+				sweep()
+				id := containerOf(t, m, "k")
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+				defer cancel()
+				cmd := session.Command{Line: "sleep 8; echo done", Timeout: time.Minute}
+				var out string
+				if background {
+					cid, err := m.StartCommand(ctx, "k", cmd)
+					if err != nil {
+						t.Fatal(err)
+					}
+					st, err := m.WaitCommand(ctx, "k", cid)
+					if err != nil || st.Err != nil || st.Result == nil {
+						t.Fatalf("an 8 s background command under a 2 s idle timeout: %v %+v", err, st)
+					}
+					out = st.Result.Stdout
+				} else {
+					res, err := m.Run(ctx, "k", cmd)
+					if err != nil {
+						t.Fatalf("an 8 s command under a 2 s idle timeout: %v", err)
+					}
+					out = res.Stdout
+				}
+				if out != "done\n" {
+					t.Fatalf("command output %q", out)
+				}
+				if got := containerOf(t, m, "k"); got != id {
+					t.Fatalf("container %s replaced by %s while a command ran", id, got)
+				}
+				res := mustExec(t, m, "k", "x + 1")
+				if res.StateLost || plain(res) != "42" {
+					t.Fatalf("after the command: %q, StateLost %v (%s)", plain(res), res.StateLost, res.RestartReason)
+				}
+			})
+		}
+	}
+}
