@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -40,8 +41,32 @@ type Limits struct {
 	CPUs     float64 `json:"cpus"`
 	Pids     int     `json:"pids"`
 	// TTL is the time to live it was created with; 0: none. Renew moves
-	// Info.Expires, not this.
-	TTL time.Duration `json:"ttl_ns,omitempty"`
+	// Info.Expires, not this. In JSON: ttl_s, whole seconds.
+	TTL time.Duration `json:"-"`
+}
+
+// limitsJSON is Limits as JSON: durations in seconds, as a person or a
+// Python client reads them, not Go's nanoseconds.
+type limitsJSON struct {
+	MemoryMB int     `json:"memory_mb"`
+	CPUs     float64 `json:"cpus"`
+	Pids     int     `json:"pids"`
+	TTL      int64   `json:"ttl_s,omitempty"`
+}
+
+// MarshalJSON writes the TTL as ttl_s, rounded up to whole seconds.
+func (l Limits) MarshalJSON() ([]byte, error) {
+	return json.Marshal(limitsJSON{l.MemoryMB, l.CPUs, l.Pids, int64((l.TTL + time.Second - 1) / time.Second)})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (l *Limits) UnmarshalJSON(b []byte) error {
+	var j limitsJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*l = Limits{MemoryMB: j.MemoryMB, CPUs: j.CPUs, Pids: j.Pids, TTL: time.Duration(j.TTL) * time.Second}
+	return nil
 }
 
 // Start makes sure the session of key exists and its kernel is reachable,
