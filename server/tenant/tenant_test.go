@@ -54,3 +54,30 @@ func TestSessionKeys(t *testing.T) {
 		t.Fatal("a bare context has a tenant")
 	}
 }
+
+func TestTokens(t *testing.T) {
+	k := NewTokens([]byte("0123456789abcdef0123456789abcdef"))
+	a, b := Tenant{ID: "ta"}, Tenant{ID: "tb"}
+	tok := k.Issue(a, "box-1")
+	if got, err := k.Verify(tok, "box-1"); err != nil || got != a {
+		t.Fatalf("Verify own token: %v %v", got, err)
+	}
+	other := NewTokens([]byte("another secret, another server.."))
+	bad := []struct{ name, token, sandbox string }{
+		{"another sandbox", tok, "box-2"},
+		{"another tenant's name on it", "tb" + tok[len("ta"):], "box-1"},
+		{"another tenant's token", k.Issue(b, "box-1")[:3] + "x", "box-1"},
+		{"another server's token", other.Issue(a, "box-1"), "box-1"},
+		{"empty", "", "box-1"},
+		{"no dot", "tabox", "box-1"},
+		{"no tenant", "." + tok[len("ta."):], "box-1"},
+	}
+	for _, c := range bad {
+		if _, err := k.Verify(c.token, c.sandbox); !errors.Is(err, ErrBadToken) {
+			t.Errorf("%s: %v, want ErrBadToken", c.name, err)
+		}
+	}
+	if _, err := (Tokens{}).Verify(Tokens{}.Issue(a, "box-1"), "box-1"); !errors.Is(err, ErrBadToken) {
+		t.Errorf("tokens without a secret verify: %v", err)
+	}
+}
