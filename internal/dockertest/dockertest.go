@@ -198,12 +198,33 @@ func Sandbox(t testing.TB, edit func(*docker.ContainerSpec)) string {
 // process (`docker exec -i`), retrying while the init starts.
 func Dial(t testing.TB, id string) *kernel.Client {
 	t.Helper()
-	c, err := DialErr(context.Background(), Engine(t), id)
+	cli := Engine(t)
+	c, err := DialErr(context.Background(), cli, id)
 	if err != nil {
-		t.Fatalf("connect to the kernel: %v", err)
+		t.Fatalf("connect to the kernel: %v%s", err, postMortem(cli, id))
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// postMortem describes a container a test could not use: its state and
+// the end of what it printed, so that a rare failure explains itself.
+func postMortem(cli *docker.Client, id string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := cli.InspectContainer(ctx, id)
+	if err != nil {
+		return fmt.Sprintf(" (inspect: %v)", err)
+	}
+	out, errOut, _ := cli.Logs(ctx, id)
+	tail := func(s string) string {
+		if len(s) > 2000 {
+			s = "…" + s[len(s)-2000:]
+		}
+		return s
+	}
+	return fmt.Sprintf(" (container %s: status %s, exit code %d, OOM-killed %v; stdout %q; stderr %q)",
+		st.ID[:12], st.Status, st.ExitCode, st.OOMKilled, tail(out), tail(errOut))
 }
 
 // DialErr is Dial for callers that handle the error.
