@@ -210,7 +210,15 @@ func (c *Client) Execute(ctx context.Context, req ExecRequest, onEvent func(Even
 	if err := c.send(r); err != nil {
 		return nil, &ExecError{ID: req.ID, Err: err}
 	}
-	return c.wait(ctx, cl)
+	// The init ends the code at its time limit and, if it ignores
+	// SIGINT, kills it a grace period later: a result later than that
+	// means the init itself is in trouble, so it is checked on then at
+	// the latest.
+	quiet := time.Duration(0)
+	if req.Timeout > 0 {
+		quiet = req.Timeout + c.InterruptWait
+	}
+	return c.wait(ctx, cl, quiet)
 }
 
 // Fetch returns the result of an execution by id, waiting for it if it is
@@ -227,12 +235,13 @@ func (c *Client) Fetch(ctx context.Context, id string, onEvent func(Event)) (*Re
 	if err := c.send(request{Type: "get", Req: tag, ID: id}); err != nil {
 		return nil, &ExecError{ID: id, Err: err}
 	}
-	return c.wait(ctx, cl)
+	return c.wait(ctx, cl, 0)
 }
 
-// wait waits for an execution's result.
-func (c *Client) wait(ctx context.Context, cl *call) (*Result, error) {
-	err, stopped := c.awaitReply(ctx, cl)
+// wait waits for an execution's result; quiet is how long it may fairly
+// take before the init is checked on (see awaitReply).
+func (c *Client) wait(ctx context.Context, cl *call, quiet time.Duration) (*Result, error) {
+	err, stopped := c.awaitReply(ctx, cl, quiet)
 	if stopped == nil {
 		return c.finish(cl, err, nil)
 	}
@@ -253,15 +262,19 @@ func (c *Client) wait(ctx context.Context, cl *call) (*Result, error) {
 }
 
 // awaitReply waits for cl's final reply, or for ctx to end (then it returns
-// ctx's error as stopped). Every CheckInterval while no reply came, it pings
-// the init, from the start rather than only once the call is overdue: a
-// container removed under gVisor can leave its exec stream open without end,
-// and its caller should not wait out the whole time limit to learn the
+// ctx's error as stopped). While no reply came it pings the init, first
+// after quiet or CheckInterval, whichever is sooner (0: CheckInterval), then
+// every CheckInterval: not only once the call is overdue, because a
+// container removed under gVisor can leave its exec stream open without
+// end, and its caller should not wait out the whole time limit to learn the
 // session is gone. An init that answers is busy, not gone (a call may wait
 // behind another client's execution); one that answers nothing within
 // PingTimeout fails the call with ErrUnresponsive.
-func (c *Client) awaitReply(ctx context.Context, cl *call) (err, stopped error) {
-	timer := time.NewTimer(c.CheckInterval)
+func (c *Client) awaitReply(ctx context.Context, cl *call, quiet time.Duration) (err, stopped error) {
+	if quiet <= 0 || quiet > c.CheckInterval {
+		quiet = c.CheckInterval
+	}
+	timer := time.NewTimer(quiet)
 	defer timer.Stop()
 	for {
 		select {
@@ -342,7 +355,7 @@ func (c *Client) Inspect(ctx context.Context) (*State, error) {
 	if err := c.send(request{Type: "inspect", Req: tag}); err != nil {
 		return nil, err
 	}
-	err, stopped := c.awaitReply(ctx, cl)
+	err, stopped := c.awaitReply(ctx, cl, 0)
 	if stopped != nil {
 		return nil, fmt.Errorf("inspect: %w", stopped)
 	}
@@ -366,7 +379,7 @@ func (c *Client) Scan(ctx context.Context, dir string, max int) (files []File, m
 	if err := c.send(request{Type: "scan", Req: tag, Path: dir, Max: max}); err != nil {
 		return nil, false, err
 	}
-	err, stopped := c.awaitReply(ctx, cl)
+	err, stopped := c.awaitReply(ctx, cl, 0)
 	if stopped != nil {
 		return nil, false, fmt.Errorf("scan %s: %w", dir, stopped)
 	}

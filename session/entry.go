@@ -380,7 +380,7 @@ func (m *Manager) dial(ctx context.Context, id string) (*kernel.Client, error) {
 				return nil, lost
 			}
 			m.retire(id)
-			return nil, unresponsive(id, fmt.Errorf("%w: no hello within %s", kernel.ErrUnresponsive, helloTimeout))
+			return nil, silentInit(id, fmt.Errorf("%w: no hello within %s", kernel.ErrUnresponsive, helloTimeout))
 		}
 		if errors.Is(err, kernel.ErrProtocolMismatch) {
 			return nil, fmt.Errorf("%w: %w", ErrImageStale, err)

@@ -179,7 +179,7 @@ func (m *Manager) run(ctx context.Context, e *entry, do, again func(*kernel.Clie
 	}
 	kr, err := do(e.client)
 	if errors.Is(err, kernel.ErrUnresponsive) {
-		return nil, m.lose(ctx, e, unresponsive(e.containerID, err))
+		return nil, m.lose(ctx, e, m.unresponsive(ctx, e.containerID, err))
 	}
 	if err == nil || !(errors.Is(err, kernel.ErrConnectionLost) || errors.Is(err, kernel.ErrClosed)) {
 		return kr, err
@@ -191,14 +191,26 @@ func (m *Manager) run(ctx context.Context, e *entry, do, again func(*kernel.Clie
 	}
 	kr, err = again(e.client)
 	if errors.Is(err, kernel.ErrUnresponsive) {
-		return nil, m.lose(ctx, e, unresponsive(e.containerID, err))
+		return nil, m.lose(ctx, e, m.unresponsive(ctx, e.containerID, err))
 	}
 	return kr, err
 }
 
 // unresponsive is the loss of a session whose init stopped answering:
 // whatever it holds cannot be trusted to come back, so its container goes.
-func unresponsive(id string, err error) *lostError {
+// A container that was killed or removed says so first (under gVisor its
+// stream may not end, and the silence is all the client sees).
+func (m *Manager) unresponsive(ctx context.Context, id string, err error) *lostError {
+	var lost *lostError
+	if errors.As(m.checkAlive(context.WithoutCancel(ctx), id), &lost) {
+		return lost
+	}
+	return silentInit(id, err)
+}
+
+// silentInit is the loss of a session whose container lives but whose init
+// does not answer.
+func silentInit(id string, err error) *lostError {
 	return &lostError{id: id, reason: fmt.Sprintf("stopped answering (%v), so it was removed", err)}
 }
 

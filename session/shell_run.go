@@ -19,6 +19,10 @@ import (
 // timeout and grace, to report; past it the host stops waiting.
 const superviseMargin = 10 * time.Second
 
+// commandCheckInterval is how often a running command's container is
+// looked at (see supervise).
+const commandCheckInterval = 3 * time.Second
+
 // maxFrameExtra bounds a frame beyond the output cap: the supervisor reads
 // 64 KiB at a time and adds a one-line note to a cut tail.
 const maxFrameExtra = 64<<10 + 4096
@@ -161,6 +165,28 @@ func (m *Manager) supervise(ctx context.Context, id string, cmd Command, timeout
 		hard.Reset(grace + superviseMargin)
 	})
 	defer stop()
+
+	// Under gVisor a container removed or killed mid-command can leave
+	// the exec stream open without end: look at the container now and
+	// then, and close the stream on a dead one (streamBroke then says
+	// what happened to it).
+	watched := make(chan struct{})
+	defer close(watched)
+	go func() {
+		tick := time.NewTicker(commandCheckInterval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-watched:
+				return
+			case <-tick.C:
+				if m.checkAlive(context.WithoutCancel(ctx), id) != nil {
+					closeStream()
+					return
+				}
+			}
+		}
+	}()
 
 	maxFrame := maxOut + maxFrameExtra
 	if maxOut == 0 {
