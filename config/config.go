@@ -266,6 +266,20 @@ type Config struct {
 	// SandboxImage (whose name is "default"). SANDBOX_IMAGES,
 	// comma-separated name=reference pairs, default none.
 	SandboxImages map[string]string
+
+	// agentbox serve (see serve.go).
+
+	// ServeAddr is the listen address of agentbox serve, host:port.
+	// SERVE_ADDR, default :8080.
+	ServeAddr string
+	// ServeAPIKeys are the API keys agentbox serve accepts, each a tenant.
+	// SERVE_API_KEYS, comma-separated, default none; secret (String
+	// redacts them).
+	ServeAPIKeys []string
+	// ServeAPIKeysFile names a file of more API keys, one per line (blank
+	// lines and lines starting with # skipped), read when the server
+	// starts. SERVE_API_KEYS_FILE, default empty; absolute after loading.
+	ServeAPIKeysFile string
 }
 
 // Values of Config.DatasetCacheScope (datasets.Scope has the same names).
@@ -354,6 +368,7 @@ func Default() Config {
 		ExportDir:            "./exports",
 		FilesMaxFileMB:       1024,
 		FilesMaxCallMB:       2048,
+		ServeAddr:            ":8080",
 	}
 }
 
@@ -424,6 +439,7 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 		{"ARTIFACTS_DB", &c.ArtifactsDB},
 		{"DATASETS_HOST_RO", &c.DatasetsHostRO},
 		{"EXPORT_DIR", &c.ExportDir},
+		{"SERVE_API_KEYS_FILE", &c.ServeAPIKeysFile},
 	} {
 		if *p.path == "" {
 			continue
@@ -601,7 +617,7 @@ var (
 // specs returns the variables in the order of example.env. It builds a fresh
 // list each call so there is no package state to guard.
 func specs() []spec {
-	return append(baseSpecs(), lifecycleSpecs()...)
+	return append(append(baseSpecs(), lifecycleSpecs()...), serveSpecs()...)
 }
 
 func baseSpecs() []spec {

@@ -133,6 +133,9 @@ func TestDefaults(t *testing.T) {
 		{"SANDBOX_MAX_MEMORY_MB", c.MaxMemoryMB, 0},
 		{"SANDBOX_MAX_CPUS", c.MaxCPUs, 0.0},
 		{"SANDBOX_IMAGES", c.SandboxImages, map[string]string(nil)},
+		{"SERVE_ADDR", c.ServeAddr, ":8080"},
+		{"SERVE_API_KEYS", c.ServeAPIKeys, []string(nil)},
+		{"SERVE_API_KEYS_FILE", c.ServeAPIKeysFile, ""},
 	}
 	var names []string
 	for _, tt := range tests {
@@ -827,6 +830,7 @@ func TestValidate(t *testing.T) {
 			`EXPORT_DIR="": want a path`,
 			`FILES_MAX_FILE_MB="0": want an integer from 1 to 1048576`,
 			`FILES_MAX_CALL_MB="0": want an integer from 1 to 1048576`,
+			`SERVE_ADDR="": want host:port with a port from 0 to 65535, such as ":8000"`,
 		}, "\n")},
 	}
 	for _, tt := range tests {

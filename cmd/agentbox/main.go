@@ -91,6 +91,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runRenew(ctx, rest, stdout, stderr)
 	case "info":
 		return runInfo(ctx, rest, stdout, stderr)
+	case "serve":
+		return runServe(ctx, rest, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		usage(stdout)
 		return exitOK
@@ -165,6 +167,7 @@ commands:
   renew KEY DURATION        the session expires DURATION (such as 30m) from now
   info KEY [--json]         state (running, paused, stopped, lost), times, expiry,
                             executions, memory, limits, image and labels of a session
+  serve                     serve sessions over HTTP: OpenSandbox's API (see agentbox serve --help)
   help                      show this help
 
 exit status:

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+
+	"github.com/agentbox/agentbox/artifacts"
+	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/server"
+	"github.com/agentbox/agentbox/server/opensandbox"
+	"github.com/agentbox/agentbox/session"
+)
+
+func serveUsage(w io.Writer) {
+	fmt.Fprint(w, `usage: agentbox serve
+
+Serves agentbox over HTTP until SIGINT or SIGTERM, so that programs written for
+OpenSandbox's SDKs run against it unchanged (point them at this server's
+address and an API key):
+
+  /v1/sandboxes...   OpenSandbox's lifecycle API: create, get, list, delete,
+                     pause, resume, renew-expiration, endpoints
+  /execd/{id}/...    the sandboxes' execution daemon, where endpoints point
+                     (when built in)
+  /artifacts/{id}    artifact downloads (set ARTIFACT_PUBLIC_URL to this
+                     server's address so that links point here)
+  /healthz           liveness
+
+Each API key is a tenant that sees and touches only its own sandboxes. On
+shutdown sessions keep running; the next start serves them again.
+
+environment (also read from ./.env; see example.env for all):
+  SERVE_ADDR           listen address (default :8080)
+  SERVE_API_KEYS       API keys, comma-separated, 16 characters or more each;
+                       clients send one in the OPEN-SANDBOX-API-KEY header
+  SERVE_API_KEYS_FILE  a file of more keys, one per line
+                       With no key the server starts only on a loopback address
+                       (SERVE_ADDR=127.0.0.1:8080), where everyone is one tenant.
+  SANDBOX_IMAGE, SANDBOX_IMAGES   what sandboxes run: a requested image that is
+                       not an allowed name or reference runs as SANDBOX_IMAGE
+  SANDBOX_MAX_MEMORY_MB, SANDBOX_MAX_CPUS, SESSION_MAX_TTL_S   the most a sandbox
+                       may ask for; a request above is refused, never trimmed
+                       (the OpenSandbox SDK asks for 2Gi of memory by default)
+  SESSION_TTL_S        time to live of a sandbox created without a timeout
+  AGENTBOX_NAMESPACE, ARTIFACTS_DB   whose sessions, and where their records are
+
+The per-sandbox execd tokens are signed with a secret kept in
+.sandbox-token-secret next to ARTIFACTS_DB (made on first start, owner-only),
+so they stay valid across restarts; delete it to revoke them all.
+`)
+}
+
+// runServe is agentbox serve.
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("serve")
+	fs.Usage = func() {}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			serveUsage(stdout)
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "agentbox: serve: %v (see agentbox serve --help)\n", err)
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "agentbox: serve: unexpected argument %q (see agentbox serve --help)\n", fs.Arg(0))
+		return exitUsage
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
+	defer stop()
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+
+	cfg, err := config.Load()
+	if err != nil {
+		fmt.Fprintf(stderr, "agentbox: configuration: %s\n", oneLine(err))
+		return exitUsage
+	}
+	keys, err := server.Keys(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "agentbox: configuration: %s\n", oneLine(err))
+		return exitUsage
+	}
+	tokens, err := server.Tokens(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "agentbox: serve: %s\n", oneLine(err))
+		return exitSandbox
+	}
+	m, err := session.NewManager(ctx, cfg, session.WithLogger(log))
+	if err != nil {
+		return failure(ctx, stderr, err)
+	}
+	downloads, err := artifacts.Open(ctx, cfg, artifacts.WithHandlerLogger(log))
+	if err != nil {
+		closeManager(ctx, m, stderr)
+		fmt.Fprintf(stderr, "agentbox: serve: artifacts: %s\n", oneLine(err))
+		return exitSandbox
+	}
+	defer downloads.Close()
+
+	mounts := server.Mounts{
+		OpenSandbox: opensandbox.NewHandler(m, opensandbox.Options{Keys: keys, Tokens: tokens, Config: cfg, Log: log}),
+		Artifacts:   downloads,
+	}
+	// Run closes the Manager, leaving its sessions running.
+	if err := server.Run(ctx, cfg, m, mounts, server.Options{Keys: keys, Log: log}); err != nil {
+		fmt.Fprintf(stderr, "agentbox: serve: %s\n", oneLine(err))
+		if errors.Is(err, server.ErrOpenWithoutKeys) {
+			return exitUsage
+		}
+		return exitSandbox
+	}
+	return exitOK
+}

@@ -1,0 +1,237 @@
+// Package server is agentbox serve's HTTP server: it mounts the APIs
+// (OpenSandbox-compatible lifecycle and execd, MCP, the native API, artifact
+// downloads) on one listener in front of a session.Manager.
+//
+// The APIs are plain http.Handlers passed in Mounts, so each lives in its
+// own package (server/opensandbox, server/execd, ...) and this one imports
+// none of them. Run listens, serves until its context ends, then shuts the
+// server down gracefully and closes the Manager without stopping any
+// session: the containers keep running, their state is in the engine and
+// the database, and a server started later serves them again.
+//
+// Secrets: the API keys (SERVE_API_KEYS, SERVE_API_KEYS_FILE) are tenants
+// (tenant.NewKeys) and are never logged. The per-sandbox execd tokens are
+// signed with a secret kept in a file next to ARTIFACTS_DB (TokenSecretFile,
+// made on first start, owner-only), so tokens handed out before a restart
+// still work after it; delete the file to revoke them all.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"time"
+
+	"github.com/agentbox/agentbox/artifacts"
+	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/server/tenant"
+	"github.com/agentbox/agentbox/session"
+)
+
+// Mounts are the APIs the server serves; a nil one is not mounted.
+type Mounts struct {
+	// OpenSandbox serves /v1/sandboxes... and /v1/snapshots...
+	// (opensandbox.NewHandler).
+	OpenSandbox http.Handler
+	// Execd serves /execd/{id}/..., the per-sandbox execution daemon the
+	// lifecycle API's endpoints point at.
+	Execd http.Handler
+	// MCP serves /mcp (streamable HTTP).
+	MCP http.Handler
+	// Native serves /v1/agentbox/...
+	Native http.Handler
+	// Artifacts serves /artifacts/{id}?token=... (artifacts.Open); set
+	// ARTIFACT_PUBLIC_URL to this server's address so links point here.
+	Artifacts http.Handler
+}
+
+// Server timeouts. There is no read or write timeout on whole requests:
+// command and code streams last as long as the code runs, and uploads may
+// be large. A client that is slow to send its headers, or that keeps an idle
+// connection, is cut off.
+const (
+	ReadHeaderTimeout = 10 * time.Second
+	IdleTimeout       = 2 * time.Minute
+	MaxHeaderBytes    = 64 << 10
+	// ShutdownTimeout is how long a stopping server lets requests in
+	// flight finish before it closes their connections.
+	ShutdownTimeout = 30 * time.Second
+	// closeTimeout bounds closing the Manager after the server stopped.
+	closeTimeout = 30 * time.Second
+)
+
+// TokenSecretFileName is the file, next to ARTIFACTS_DB, holding the secret
+// that signs per-sandbox execd tokens.
+const TokenSecretFileName = ".sandbox-token-secret"
+
+// ErrOpenWithoutKeys means the server would listen beyond loopback with no
+// API key: anyone who can reach it could run code.
+var ErrOpenWithoutKeys = errors.New("no API key configured: set SERVE_API_KEYS or SERVE_API_KEYS_FILE, or listen on loopback only (SERVE_ADDR=127.0.0.1:8080)")
+
+// Options are Run's dependencies.
+type Options struct {
+	// Keys are the tenants' API keys, for the no-key check (the mounts
+	// authenticate their own requests). Nil or empty: none.
+	Keys *tenant.Keys
+	// Log receives the server's own lines (listening, stopping, errors
+	// of the HTTP server). Nil: none.
+	Log *slog.Logger
+	// Listener, when set, is served instead of listening on
+	// cfg.ServeAddr (tests pass one on a free port).
+	Listener net.Listener
+	// Ready, when set, is called with the address once the server accepts
+	// connections.
+	Ready func(addr net.Addr)
+}
+
+// Keys loads the API keys cfg names (Config.APIKeys) as tenants.
+func Keys(cfg config.Config) (*tenant.Keys, error) {
+	keys, err := cfg.APIKeys()
+	if err != nil {
+		return nil, fmt.Errorf("load API keys: %w", err)
+	}
+	return tenant.NewKeys(keys), nil
+}
+
+// TokenSecretFile is where the execd token secret of cfg is kept.
+func TokenSecretFile(cfg config.Config) string {
+	return filepath.Join(filepath.Dir(cfg.ArtifactsDB), TokenSecretFileName)
+}
+
+// Tokens returns the per-sandbox token issuer of cfg, its secret read from
+// TokenSecretFile (made, owner-only, when missing).
+func Tokens(cfg config.Config) (tenant.Tokens, error) {
+	secret, err := artifacts.LoadOrCreateSecret(TokenSecretFile(cfg))
+	if err != nil {
+		return tenant.Tokens{}, fmt.Errorf("sandbox token secret: %w", err)
+	}
+	return tenant.NewTokens(secret), nil
+}
+
+// MaxBodyBytes is the largest request body the server reads, whatever the
+// route: one files upload of FILES_MAX_CALL_MB plus room for its multipart
+// framing. Each API caps its own requests lower where it can.
+func MaxBodyBytes(cfg config.Config) int64 {
+	return int64(cfg.FilesMaxCallMB)<<20 + 1<<20
+}
+
+// Handler returns the routes of mounts on one mux, each request's body
+// capped at maxBody, plus GET /healthz.
+func Handler(mounts Mounts, maxBody int64) http.Handler {
+	mux := http.NewServeMux()
+	mount := func(h http.Handler, patterns ...string) {
+		if h == nil {
+			return
+		}
+		for _, p := range patterns {
+			mux.Handle(p, h)
+		}
+	}
+	mount(mounts.OpenSandbox, "/v1/sandboxes", "/v1/sandboxes/", "/v1/snapshots", "/v1/snapshots/")
+	mount(mounts.Execd, "/execd/")
+	mount(mounts.MCP, "/mcp", "/mcp/")
+	mount(mounts.Native, "/v1/agentbox/")
+	mount(mounts.Artifacts, artifacts.DownloadPath)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(`{"code":"NOT_FOUND","message":"no such route"}` + "\n"))
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > maxBody {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusRequestEntityTooLarge)
+			_, _ = w.Write([]byte(`{"code":"REQUEST_TOO_LARGE","message":"request body too large"}` + "\n"))
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// Run serves mounts on cfg.ServeAddr (or opts.Listener) until ctx ends,
+// then shuts down: requests in flight get ShutdownTimeout to finish, and m
+// is closed (its sessions keep running). It refuses to start with no API
+// key unless the listener is on a loopback address. It returns nil after a
+// shutdown asked for by ctx, else why the server stopped or could not start.
+// Run closes m in every case.
+func Run(ctx context.Context, cfg config.Config, m *session.Manager, mounts Mounts, opts Options) (err error) {
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
+		defer cancel()
+		if cerr := m.Close(cctx); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("close manager: %w", cerr))
+		}
+	}()
+
+	ln := opts.Listener
+	if ln == nil {
+		ln, err = net.Listen("tcp", cfg.ServeAddr)
+		if err != nil {
+			return fmt.Errorf("listen on %s: %w", cfg.ServeAddr, err)
+		}
+	}
+	defer ln.Close() // Serve closes it too; a refused start must as well
+	nkeys := 0
+	if opts.Keys != nil {
+		nkeys = opts.Keys.Len()
+	}
+	if nkeys == 0 {
+		if !loopback(ln.Addr()) {
+			return fmt.Errorf("serve on %s: %w", ln.Addr(), ErrOpenWithoutKeys)
+		}
+		log.Warn("no API key configured: every client of this loopback address is one tenant", "addr", ln.Addr().String())
+	}
+
+	srv := &http.Server{
+		Handler:           Handler(mounts, MaxBodyBytes(cfg)),
+		ReadHeaderTimeout: ReadHeaderTimeout,
+		IdleTimeout:       IdleTimeout,
+		MaxHeaderBytes:    MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	log.Info("serving", "addr", ln.Addr().String(), "namespace", m.Namespace(), "keys", nkeys)
+	if opts.Ready != nil {
+		opts.Ready(ln.Addr())
+	}
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: sessions keep running")
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		// Streams still open after the timeout are cut off; the server
+		// stopped as asked.
+		log.Warn("closing requests still running after the shutdown timeout", "timeout", ShutdownTimeout)
+		srv.Close()
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	return nil
+}
+
+// loopback reports whether addr accepts connections from this host only.
+func loopback(addr net.Addr) bool {
+	tcp, ok := addr.(*net.TCPAddr)
+	return ok && tcp.IP != nil && tcp.IP.IsLoopback()
+}
