@@ -145,8 +145,9 @@ func TestRoutes(t *testing.T) {
 	t.Run("datasets", func(t *testing.T) {
 		resp, b := e.do(t, req{method: "POST", path: p + "/datasets/sales/select"})
 		var st struct {
-			DatasetID, Path, Status string
-			Fetched               *bool
+			DatasetID    string `json:"dataset_id"`
+			Path, Status string
+			Fetched      *bool
 		}
 		expect(t, resp, b, 200, &st)
 		if st.DatasetID != "sales" || st.Status != "LOADED" || st.Fetched == nil || !*st.Fetched || !strings.HasPrefix(st.Path, "/session/data/") {
@@ -167,7 +168,10 @@ func TestRoutes(t *testing.T) {
 		var l struct {
 			Access   string
 			Files    []struct{ Name, Path, Source, Format string }
-			Selected []struct{ DatasetID, Status, Reason string } `json:"selected"`
+			Selected []struct {
+				DatasetID      string `json:"dataset_id"`
+				Status, Reason string
+			} `json:"selected"`
 		}
 		expect(t, resp, b, 200, &l)
 		if l.Access != "API" || len(l.Files) != 1 || l.Files[0].Path != st.Path && l.Files[0].Source != "api" {
@@ -238,10 +242,7 @@ func TestFetchAfterClientLeft(t *testing.T) {
 	key := tenant.Local.SessionKey(name)
 	s := e.openStream(t, req{method: "POST", path: p + "/executions",
 		body: execBody(gateCode("started", "finished")+"x = 42\n", "slow-1")})
-	ev, err := s.next(t)
-	if err != nil || ev.name != "stdout" || !strings.Contains(ev.data, "started") {
-		t.Fatalf("first event %+v, %v", ev, err)
-	}
+	readUntil(t, s, "started\n")
 	s.Close() // the client goes away mid-run
 
 	resp, b := e.do(t, req{method: "GET", path: p + "/executions/slow-1"})
@@ -307,9 +308,8 @@ func TestEventStream(t *testing.T) {
 		key := tenant.Local.SessionKey(name)
 		body := execBody(gateCode("one", "two"), "resume-1")
 		s := e.openStream(t, req{method: "POST", path: p + "/executions", body: body})
-		ev, err := s.next(t)
-		if err != nil || ev.name != "stdout" || ev.id != "4.0.0" {
-			t.Fatalf("first event %+v, %v", ev, err)
+		if last := readUntil(t, s, "one\n"); last != "4.0.0" {
+			t.Fatalf("the id after %q is %q, want the cursor 4.0.0", "one\n", last)
 		}
 		s.Close()
 		// Resume while it runs: only what came after 4.0.0.
@@ -447,4 +447,25 @@ func TestAuthAndTenants(t *testing.T) {
 			t.Fatalf("openapi.yaml: %d %.40s", resp.StatusCode, b)
 		}
 	})
+}
+
+// readUntil reads stdout events until their text is want, and returns the
+// last event's id.
+func readUntil(t *testing.T, s *eventStream, want string) string {
+	t.Helper()
+	var evs []sseEvent
+	for {
+		ev, err := s.next(t)
+		if err != nil {
+			t.Fatalf("waiting for stdout %q: %v after %+v", want, err, evs)
+		}
+		evs = append(evs, ev)
+		got := text(t, evs, "stdout")
+		if got == want {
+			return ev.id
+		}
+		if !strings.HasPrefix(want, got) {
+			t.Fatalf("stdout %q, want %q", got, want)
+		}
+	}
 }

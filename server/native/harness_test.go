@@ -98,7 +98,7 @@ func newEnv(t *testing.T, keys []string, edit func(*config.Config), mopts ...ses
 // req is one request; key, when set, is sent as the bearer API key.
 type req struct {
 	method, path, key, body string
-	header              map[string]string
+	header                  map[string]string
 }
 
 func (e *env) do(t *testing.T, r req) (*http.Response, []byte) {

@@ -19,15 +19,18 @@ import (
 type runKey struct{ key, id string }
 
 type run struct {
-	sum  [sha256.Size]byte // of the code: a join with other code is a conflict
-	max  int               // bytes of events kept
-	done chan struct{}     // closed when res or err is set
+	sum     [sha256.Size]byte // of the code: a join with other code is a conflict
+	max     int               // bytes of events kept
+	done    chan struct{}     // closed when res or err is set
+	onStart func()            // called once, when the kernel starts the code
 
 	mu      sync.Mutex
 	events  []event
 	dropped int // events dropped from the front to stay under max
 	size    int
 	cur     cursor
+	started bool
+	seen    cursor        // events seen since the last start: a reconnected stream replays them
 	changed chan struct{} // closed and replaced when an event comes
 	res     *session.Result
 	err     error
@@ -42,17 +45,23 @@ type event struct {
 }
 
 // start starts the execution id of c's session, or joins it when this
-// handler is running it already (joined).
+// handler is running it already (joined). A run is registered, for others
+// to join and for GET to answer 202, once the kernel says it started the
+// code: a request that turns out to replay a recorded result, or to reuse
+// the id for other code, never stands for the id.
 func (h *handler) start(ctx context.Context, c call, id, code string, timeout time.Duration) (rn *run, joined bool) {
 	k := runKey{c.key, id}
-	h.mu.Lock()
-	if rn := h.runs[k]; rn != nil {
-		h.mu.Unlock()
+	if rn := h.running(c.key, id); rn != nil {
 		return rn, true
 	}
 	rn = &run{sum: sha256.Sum256([]byte(code)), max: h.opts.ReplayBytes, done: make(chan struct{}), changed: make(chan struct{})}
-	h.runs[k] = rn
-	h.mu.Unlock()
+	rn.onStart = func() {
+		h.mu.Lock()
+		if h.runs[k] == nil {
+			h.runs[k] = rn
+		}
+		h.mu.Unlock()
+	}
 	opts := []session.ExecOption{session.ExecID(id), session.OnEvent(rn.add)}
 	if timeout > 0 {
 		opts = append(opts, session.Timeout(timeout))
@@ -62,10 +71,14 @@ func (h *handler) start(ctx context.Context, c call, id, code string, timeout ti
 	ctx = context.WithoutCancel(ctx)
 	go func() {
 		res, err := h.m.Exec(ctx, c.key, code, opts...)
-		rn.finish(res, err)
+		// Unregistered before done closes: whoever sees done and asks
+		// again finds the result in the Manager's history.
 		h.mu.Lock()
-		delete(h.runs, k)
+		if h.runs[k] == rn {
+			delete(h.runs, k)
+		}
 		h.mu.Unlock()
+		rn.finish(res, err)
 	}()
 	return rn, false
 }
@@ -86,10 +99,22 @@ func finished(res *session.Result) *run {
 }
 
 // add records an event as the kernel streams it. It runs on the kernel
-// connection's reader: it only appends.
+// connection's reader: it only appends. When the Manager reconnects to the
+// kernel mid-run, the kernel replays the execution's events from its start:
+// those already recorded are skipped.
 func (rn *run) add(ev kernel.Event) {
 	var e event
 	switch ev.Type {
+	case kernel.EventStarted:
+		rn.mu.Lock()
+		first := !rn.started
+		rn.started = true
+		rn.seen = cursor{}
+		rn.mu.Unlock()
+		if first && rn.onStart != nil {
+			rn.onStart()
+		}
+		return
 	case kernel.EventStream:
 		if ev.Text == "" {
 			return
@@ -107,7 +132,11 @@ func (rn *run) add(ev kernel.Event) {
 	}
 	rn.mu.Lock()
 	defer rn.mu.Unlock()
-	rn.cur = rn.cur.after(e.name, ev.Text)
+	rn.seen = rn.seen.after(e.name, ev.Text)
+	if rn.cur.covers(rn.seen) {
+		return // a replay of what came before the reconnection
+	}
+	rn.cur = rn.seen
 	e.cur = rn.cur
 	rn.events = append(rn.events, e)
 	rn.size += len(e.data)

@@ -141,6 +141,7 @@ func (h *handler) stream(w http.ResponseWriter, r *http.Request, c call, rn *run
 		}
 		select {
 		case <-changed:
+		case <-rn.done:
 		case <-tick.C:
 			if s.ping() != nil {
 				return

@@ -40,13 +40,22 @@ func TestParseCursor(t *testing.T) {
 // the events kept and then from the result; events dropped for the
 // memory cap come back from the result.
 func TestRunResume(t *testing.T) {
-	rn := &run{max: 1 << 20, done: make(chan struct{}), changed: make(chan struct{})}
+	starts := 0
+	rn := &run{max: 1 << 20, done: make(chan struct{}), changed: make(chan struct{}), onStart: func() { starts++ }}
+	display := kernel.Event{Type: kernel.EventDisplay, Kind: "execute_result", Data: map[string]string{"text/plain": "2"}}
+	rn.add(kernel.Event{Type: kernel.EventStarted})
 	rn.add(kernel.Event{Type: kernel.EventStream, Name: "stdout", Text: "ab"})
 	rn.add(kernel.Event{Type: kernel.EventStream, Name: "stderr", Text: "E"})
+	// The Manager reconnects: the kernel replays the execution's events.
 	rn.add(kernel.Event{Type: kernel.EventStarted})
+	rn.add(kernel.Event{Type: kernel.EventStream, Name: "stdout", Text: "ab"})
+	rn.add(kernel.Event{Type: kernel.EventStream, Name: "stderr", Text: "E"})
 	rn.add(kernel.Event{Type: kernel.EventStream, Name: "stdout", Text: ""})
-	rn.add(kernel.Event{Type: kernel.EventDisplay, Kind: "execute_result", Data: map[string]string{"text/plain": "2"}})
+	rn.add(display)
 	rn.add(kernel.Event{Type: kernel.EventStream, Name: "stdout", Text: "cd"})
+	if starts != 1 {
+		t.Fatalf("onStart called %d times, want once", starts)
+	}
 	evs, next, over, _ := rn.since(0)
 	var ids []string
 	for _, e := range evs {
