@@ -222,4 +222,3 @@ func statusOf(t *testing.T, srv *httptest.Server, authorization string) int {
 	res.Body.Close()
 	return res.StatusCode
 }
-

@@ -38,4 +38,3 @@ func HTTPHandler(m *session.Manager, opts Options) http.Handler {
 	}
 	return auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
 }
-
