@@ -15,7 +15,10 @@ import (
 // be mounted at /mcp. With opts.Keys holding keys, every request must carry
 // one as "Authorization: Bearer <key>" (401 otherwise) and its tenant owns
 // the MCP session it opens: another key cannot use that session. With no
-// keys every caller is tenant.Local.
+// keys every caller is tenant.Local. Request bodies are capped at the SDK's
+// mcp.DefaultMaxRequestBodyBytes (4 MiB, write_file's content included: a
+// larger file is written in parts, or made by code), and MCP sessions idle
+// for opts.SessionTimeout are closed.
 func HTTPHandler(m *session.Manager, opts Options) http.Handler {
 	opts = opts.withDefaults()
 	srv := New(m, opts)
