@@ -17,8 +17,8 @@ import (
 // the MCP session it opens: another key cannot use that session. With no
 // keys every caller is tenant.Local. Request bodies are capped at the SDK's
 // mcp.DefaultMaxRequestBodyBytes (4 MiB, write_file's content included: a
-// larger file is written in parts, or made by code), and MCP sessions idle
-// for opts.SessionTimeout are closed.
+// larger file is better made by code or copied in with agentbox cp), and
+// MCP sessions idle for opts.SessionTimeout are closed.
 func HTTPHandler(m *session.Manager, opts Options) http.Handler {
 	opts = opts.withDefaults()
 	srv := New(m, opts)
