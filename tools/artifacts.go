@@ -29,7 +29,7 @@ func (t *toolset) listArtifacts(l ArtifactLister) Tool {
 				return "", fmt.Errorf("list artifacts: %w", err)
 			}
 			if len(arts) == 0 {
-				return "No artifacts yet. Save files under /session/artifacts/ from code_sandbox.", nil
+				return "No artifacts yet. Save files under /session/artifacts/ from " + t.opts.CodeToolName + ".", nil
 			}
 			// Newest first: the first row of a name is its latest version.
 			seen := make(map[string]bool, len(arts))

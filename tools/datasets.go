@@ -38,7 +38,7 @@ func (t *toolset) listDatasets() Tool {
 			if err != nil {
 				return "", fmt.Errorf("list datasets: %w", err)
 			}
-			return cut(formatListing(l), t.opts.MaxReplyBytes), nil
+			return cut(formatListing(l, t.opts.CodeToolName), t.opts.MaxReplyBytes), nil
 		},
 	}
 }
@@ -51,10 +51,10 @@ func (t *toolset) listDatasetsDescription() string {
 	return d + ". Call it before writing code that reads data."
 }
 
-func formatListing(l session.Listing) string {
+func formatListing(l session.Listing, codeTool string) string {
 	var b strings.Builder
 	if len(l.Files) > 0 {
-		b.WriteString("Dataset files (read them from code_sandbox at the path shown):\n")
+		b.WriteString("Dataset files (read them from " + codeTool + " at the path shown):\n")
 		for _, f := range l.Files {
 			fmt.Fprintf(&b, "- %s\n  path: %s\n", f.Summary(), name(f.Path))
 		}

@@ -93,7 +93,7 @@ func (t *toolset) readFile(f FileManager) Tool {
 		Name: "read_file",
 		Description: "Read a text file from the sandbox (under /session, /tmp, or anywhere the sandbox may read). " +
 			"Long files come back in parts: the reply says the offset to ask for next. " +
-			"Binary files are described, not shown: process them with code_sandbox.",
+			"Binary files are described, not shown: process them with " + t.opts.CodeToolName + ".",
 		Schema: []byte(`{"type":"object","properties":{` +
 			`"path":{"type":"string","description":"absolute path, or a path relative to /session"},` +
 			`"offset":{"type":"integer","minimum":0,"description":"byte to start at; default 0"},` +
@@ -133,17 +133,17 @@ func (t *toolset) readFile(f FileManager) Tool {
 			if err != nil {
 				return t.fileReply("read", in.Path, err)
 			}
-			return readReply(r.Info, r.Offset, data), nil
+			return readReply(r.Info, r.Offset, data, t.opts.CodeToolName), nil
 		},
 	}
 }
 
 // readReply shows a part of a file to the model: text as it is, with where
 // it sits in the file; anything else described.
-func readReply(info session.FileInfo, offset int64, data []byte) string {
+func readReply(info session.FileInfo, offset int64, data []byte, codeTool string) string {
 	p := name(cut(info.Path, 300))
 	if kind, ok := binaryKind(data, offset); ok {
-		return fmt.Sprintf("%s is binary (%s, %s); it is not shown. Process it with code_sandbox.", p, kind, size(info.Size))
+		return fmt.Sprintf("%s is binary (%s, %s); it is not shown. Process it with %s.", p, kind, size(info.Size), codeTool)
 	}
 	end := offset + int64(len(data))
 	// A multi-byte character cut at the end is left for the next part.
@@ -234,14 +234,14 @@ func (t *toolset) listFiles(f FileManager) Tool {
 			if err != nil {
 				return t.fileReply("list", in.Path, err)
 			}
-			return listReply(list, t.opts.MaxReplyBytes), nil
+			return listReply(list, t.opts.MaxReplyBytes, t.opts.CodeToolName), nil
 		},
 	}
 }
 
 // listReply lists entries one line each, whole lines only, as many as fit
 // in about max bytes, and says what it left out.
-func listReply(list *session.FileList, max int) string {
+func listReply(list *session.FileList, max int, codeTool string) string {
 	if len(list.Entries) == 0 {
 		return fmt.Sprintf("%s is empty.", name(cut(list.Path, 300)))
 	}
@@ -271,7 +271,7 @@ func listReply(list *session.FileList, max int) string {
 		if list.Truncated {
 			more = "more"
 		}
-		fmt.Fprintf(&b, "[... %s not shown: list a subfolder, or use code_sandbox to search]\n", more)
+		fmt.Fprintf(&b, "[... %s not shown: list a subfolder, or use %s to search]\n", more, codeTool)
 	}
 	return strings.TrimRight(b.String(), "\n")
 }

@@ -27,7 +27,7 @@ type codeInput struct {
 
 func (t *toolset) codeSandbox() Tool {
 	return Tool{
-		Name: "code_sandbox",
+		Name: t.opts.CodeToolName,
 		Description: "Run Python code in a persistent sandbox (like a Jupyter notebook). " +
 			"Variables, imports and files persist between calls in this conversation. " +
 			"The reply shows stdout, stderr, the value of the last expression and any exception. " +

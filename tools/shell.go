@@ -35,7 +35,7 @@ type shellInput struct {
 func (t *toolset) runShell(r ShellRunner) Tool {
 	return Tool{
 		Name: "run_shell",
-		Description: "Run a bash command line in the same sandbox as code_sandbox (same files under /session), " +
+		Description: "Run a bash command line in the same sandbox as " + t.opts.CodeToolName + " (same files under /session), " +
 			"beside the Python session, which it neither sees nor disturbs. " +
 			"Use it for shell work: listing and moving files, grep, running command-line tools. " +
 			"The reply shows the exit code, stdout and stderr. It runs in /session unless cwd says otherwise. " +

@@ -57,6 +57,10 @@ type Options struct {
 	// MaxReplyBytes bounds each part of a reply (stdout, stderr, result,
 	// listing...), in bytes. Default 16 KiB.
 	MaxReplyBytes int
+	// CodeToolName is the name the code tool is offered under, and the
+	// name the other tools' descriptions and replies send the model to.
+	// Default "code_sandbox" (an MCP server offers it as run_python).
+	CodeToolName string
 	// MaxTimeout is the longest timeout_s a model may ask code_sandbox for.
 	// Default 10 minutes. Without timeout_s the session's EXEC_TIMEOUT_S
 	// applies.
@@ -65,6 +69,7 @@ type Options struct {
 
 // Defaults of Options.
 const (
+	DefaultCodeToolName  = "code_sandbox"
 	DefaultMaxReplyBytes = 16 << 10
 	DefaultMaxTimeout    = 10 * time.Minute
 )
@@ -77,6 +82,9 @@ const (
 func New(m Manager, opts Options) []Tool {
 	if opts.SessionKey == nil {
 		opts.SessionKey = func(context.Context) (string, error) { return "default", nil }
+	}
+	if opts.CodeToolName == "" {
+		opts.CodeToolName = DefaultCodeToolName
 	}
 	if opts.MaxReplyBytes <= 0 {
 		opts.MaxReplyBytes = DefaultMaxReplyBytes

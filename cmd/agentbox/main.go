@@ -93,6 +93,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runInfo(ctx, rest, stdout, stderr)
 	case "serve":
 		return runServe(ctx, rest, stdout, stderr)
+	case "mcp":
+		return runMCP(ctx, rest, stdin, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		usage(stdout)
 		return exitOK
