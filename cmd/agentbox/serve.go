@@ -13,6 +13,8 @@ import (
 	"github.com/agentbox/agentbox/artifacts"
 	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/server"
+	"github.com/agentbox/agentbox/server/mcpserver"
+	"github.com/agentbox/agentbox/server/native"
 	"github.com/agentbox/agentbox/server/opensandbox"
 	"github.com/agentbox/agentbox/session"
 )
@@ -28,6 +30,11 @@ address and an API key):
                      pause, resume, renew-expiration, endpoints
   /execd/{id}/...    the sandboxes' execution daemon, where endpoints point
                      (when built in)
+  /mcp               MCP over streamable HTTP (Authorization: Bearer <key>):
+                     run_python in a persistent kernel, run_shell, files...
+  /v1/agentbox/...   agentbox's own API: executions with ids (exactly-once,
+                     results fetched later, SSE with resume), artifacts,
+                     datasets; its OpenAPI document at /v1/agentbox/openapi.yaml
   /artifacts/{id}    artifact downloads (set ARTIFACT_PUBLIC_URL to this
                      server's address so that links point here)
   /healthz           liveness
@@ -105,6 +112,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 	mounts := server.Mounts{
 		OpenSandbox: opensandbox.NewHandler(m, opensandbox.Options{Keys: keys, Tokens: tokens, Config: cfg, Log: log}),
+		MCP:         mcpserver.HTTPHandler(m, mcpserver.Options{Keys: keys, Logger: log}),
+		Native:      native.NewHandler(m, native.Options{Keys: keys, Log: log}),
 		Artifacts:   downloads,
 	}
 	// Run closes the Manager, leaving its sessions running.
