@@ -232,14 +232,7 @@ func (l *lines) Write(p []byte) (int, error) {
 		}
 		if i < 0 {
 			l.buf = append(l.buf, p...)
-			for len(l.buf) >= maxLine {
-				cut := maxLine
-				for cut > maxLine-utf8.UTFMax && !utf8.RuneStart(l.buf[cut]) {
-					cut--
-				}
-				l.emit(string(l.buf[:cut]))
-				l.buf = append(l.buf[:0], l.buf[cut:]...)
-			}
+			l.spill()
 			break
 		}
 		end := i
@@ -247,12 +240,25 @@ func (l *lines) Write(p []byte) (int, error) {
 			end = i + 1
 		}
 		l.buf = append(l.buf, p[:end]...)
+		l.spill()
 		l.emit(string(l.buf))
 		l.buf = l.buf[:0]
 		l.lastCR = p[i] == '\r'
 		p = p[i+1:]
 	}
 	return n, nil
+}
+
+// spill emits a line longer than maxLine in pieces, cut between runes.
+func (l *lines) spill() {
+	for len(l.buf) > maxLine {
+		cut := maxLine
+		for cut > maxLine-utf8.UTFMax && !utf8.RuneStart(l.buf[cut]) {
+			cut--
+		}
+		l.emit(string(l.buf[:cut]))
+		l.buf = append(l.buf[:0], l.buf[cut:]...)
+	}
 }
 
 // flush emits what is left of an unfinished line.
