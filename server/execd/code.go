@@ -1,6 +1,7 @@
 package execd
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"sort"
@@ -133,7 +134,10 @@ func (h *Handler) runCode(c *call) error {
 	s.send(event{Type: evInit, Text: text(ctxID)})
 	out := &lines{keep: true, emit: func(t string) { s.send(event{Type: evStdout, Text: text(t)}) }}
 	errs := &lines{keep: true, emit: func(t string) { s.send(event{Type: evStderr, Text: text(t)}) }}
-	counted := false
+	// The count goes out once, before the trailing expression's result
+	// (or at the end), as OpenSandbox's execd sends it; the kernel says
+	// it when the code starts.
+	counted, started := false, 0
 	count := func(n int) {
 		if !counted && n > 0 {
 			counted = true
@@ -142,17 +146,23 @@ func (h *Handler) runCode(c *call) error {
 	}
 	res, err := h.m.Exec(ctx, c.key, q.Code, session.OnEvent(func(ev kernel.Event) {
 		switch ev.Type {
+		case kernel.EventStarted:
+			started = ev.ExecutionCount
 		case kernel.EventStream:
+			// A line held back on one stream goes out before the other
+			// stream's output, so the order stays the code's.
 			if ev.Name == "stderr" {
+				out.flush()
 				errs.Write([]byte(ev.Text))
 			} else {
+				errs.flush()
 				out.Write([]byte(ev.Text))
 			}
 		case kernel.EventDisplay:
 			out.flush()
 			errs.flush()
 			if ev.Kind == "execute_result" {
-				count(ev.ExecutionCount)
+				count(cmp.Or(ev.ExecutionCount, started))
 			}
 			s.send(event{Type: evResult, Results: results(ev.Data)})
 		}
