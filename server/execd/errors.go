@@ -1,0 +1,106 @@
+package execd
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+
+	"github.com/agentbox/agentbox/session"
+)
+
+// Error codes of the OpenSandbox error shape {"code","message"}. The first
+// ones are OpenSandbox execd's own; the others name what agentbox adds.
+const (
+	codeInvalidRequest  = "INVALID_REQUEST_BODY"
+	codeMissingQuery    = "MISSING_QUERY"
+	codeRuntime         = "RUNTIME_ERROR"
+	codeInvalidFile     = "INVALID_FILE"
+	codeInvalidMetadata = "INVALID_FILE_METADATA"
+	codeFileNotFound    = "FILE_NOT_FOUND"
+	codeContextNotFound = "CONTEXT_NOT_FOUND"
+	codeNotSupported    = "NOT_SUPPORTED"
+
+	codeUnauthorized    = "UNAUTHORIZED"
+	codeForbidden       = "FORBIDDEN"
+	codeSandboxNotFound = "SANDBOX_NOT_FOUND"
+	codeSandboxPaused   = "SANDBOX_PAUSED"
+	codeCommandNotFound = "COMMAND_NOT_FOUND"
+	codeNotFound        = "NOT_FOUND"
+	codeMethod          = "METHOD_NOT_ALLOWED"
+	codeTooLarge        = "REQUEST_TOO_LARGE"
+	codeFileTooLarge    = "FILE_TOO_LARGE"
+	codeRange           = "RANGE_NOT_SATISFIABLE"
+	codePermission      = "PERMISSION_DENIED"
+	codeFileExists      = "FILE_EXISTS"
+	codeNotEmpty        = "DIRECTORY_NOT_EMPTY"
+	codeNoSpace         = "NO_SPACE"
+	codeUnavailable     = "SANDBOX_UNAVAILABLE"
+)
+
+// apiError is an error answer: its status and OpenSandbox-shaped body.
+type apiError struct {
+	Status  int    `json:"-"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *apiError) Error() string { return e.Code + ": " + e.Message }
+
+func errorf(status int, code, format string, args ...any) *apiError {
+	return &apiError{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// writeError answers with e in OpenSandbox's shape.
+func writeError(w http.ResponseWriter, e *apiError) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(e.Status)
+	_ = json.NewEncoder(w).Encode(e)
+}
+
+// fromErr classifies an error of the Manager (or of reading the request)
+// into a status and code. Messages are the error's own text: they name
+// the sandbox path and the session key, never a token.
+func fromErr(err error) *apiError {
+	var ae *apiError
+	var mbe *http.MaxBytesError
+	var ce *session.CommandError
+	switch {
+	case errors.As(err, &ae):
+		return ae
+	case errors.As(err, &mbe):
+		return errorf(http.StatusRequestEntityTooLarge, codeTooLarge, "request body over %d bytes", mbe.Limit)
+	case errors.As(err, &ce):
+		return errorf(http.StatusBadRequest, codeInvalidRequest, "%v", err)
+	case errors.Is(err, session.ErrInvalidCommand), errors.Is(err, session.ErrInvalidKey):
+		return errorf(http.StatusBadRequest, codeInvalidRequest, "%v", err)
+	case errors.Is(err, session.ErrBadPath):
+		return errorf(http.StatusBadRequest, codeInvalidFile, "%v", err)
+	case errors.Is(err, session.ErrFileNotFound), errors.Is(err, fs.ErrNotExist):
+		return errorf(http.StatusNotFound, codeFileNotFound, "%v", err)
+	case errors.Is(err, session.ErrIsDir), errors.Is(err, session.ErrNotDir), errors.Is(err, session.ErrNotRegular):
+		return errorf(http.StatusBadRequest, codeInvalidFile, "%v", err)
+	case errors.Is(err, session.ErrPermission):
+		return errorf(http.StatusForbidden, codePermission, "%v", err)
+	case errors.Is(err, session.ErrFileExists):
+		return errorf(http.StatusConflict, codeFileExists, "%v", err)
+	case errors.Is(err, session.ErrNotEmpty):
+		return errorf(http.StatusConflict, codeNotEmpty, "%v", err)
+	case errors.Is(err, session.ErrFileTooLarge):
+		return errorf(http.StatusRequestEntityTooLarge, codeFileTooLarge, "%v", err)
+	case errors.Is(err, session.ErrNoSpace):
+		return errorf(http.StatusInsufficientStorage, codeNoSpace, "%v", err)
+	case errors.Is(err, session.ErrPaused):
+		return errorf(http.StatusConflict, codeSandboxPaused, "sandbox is paused: resume it first")
+	case errors.Is(err, session.ErrNotFound), errors.Is(err, session.ErrSessionLost), errors.Is(err, session.ErrExpired):
+		return errorf(http.StatusNotFound, codeSandboxNotFound, "sandbox not found: %v", err)
+	case errors.Is(err, session.ErrUnknownCommand):
+		return errorf(http.StatusNotFound, codeCommandNotFound, "%v", err)
+	case errors.Is(err, session.ErrUnavailable), errors.Is(err, session.ErrClosed):
+		return errorf(http.StatusServiceUnavailable, codeUnavailable, "%v", err)
+	default:
+		return errorf(http.StatusInternalServerError, codeRuntime, "%v", err)
+	}
+}
