@@ -13,6 +13,7 @@ import (
 	"github.com/agentbox/agentbox/artifacts"
 	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/server"
+	"github.com/agentbox/agentbox/server/execd"
 	"github.com/agentbox/agentbox/server/mcpserver"
 	"github.com/agentbox/agentbox/server/native"
 	"github.com/agentbox/agentbox/server/opensandbox"
@@ -28,8 +29,8 @@ address and an API key):
 
   /v1/sandboxes...   OpenSandbox's lifecycle API: create, get, list, delete,
                      pause, resume, renew-expiration, endpoints
-  /execd/{id}/...    the sandboxes' execution daemon, where endpoints point
-                     (when built in)
+  /execd/{id}/...    the sandboxes' execution daemon, where endpoints point:
+                     commands, files, code in the persistent Python kernel
   /mcp               MCP over streamable HTTP (Authorization: Bearer <key>):
                      run_python in a persistent kernel, run_shell, files...
   /v1/agentbox/...   agentbox's own API: executions with ids (exactly-once,
@@ -112,6 +113,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 	mounts := server.Mounts{
 		OpenSandbox: opensandbox.NewHandler(m, opensandbox.Options{Keys: keys, Tokens: tokens, Config: cfg, Log: log}),
+		Execd:       execd.NewHandler(m, execd.Options{Tokens: tokens, Log: log}),
 		MCP:         mcpserver.HTTPHandler(m, mcpserver.Options{Keys: keys, Logger: log}),
 		Native:      native.NewHandler(m, native.Options{Keys: keys, Log: log}),
 		Artifacts:   downloads,
