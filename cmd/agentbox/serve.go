@@ -13,10 +13,6 @@ import (
 	"github.com/agentbox/agentbox/artifacts"
 	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/server"
-	"github.com/agentbox/agentbox/server/execd"
-	"github.com/agentbox/agentbox/server/mcpserver"
-	"github.com/agentbox/agentbox/server/native"
-	"github.com/agentbox/agentbox/server/opensandbox"
 	"github.com/agentbox/agentbox/session"
 )
 
@@ -111,13 +107,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	defer downloads.Close()
 
-	mounts := server.Mounts{
-		OpenSandbox: opensandbox.NewHandler(m, opensandbox.Options{Keys: keys, Tokens: tokens, Config: cfg, Log: log}),
-		Execd:       execd.NewHandler(m, execd.Options{Tokens: tokens, Log: log}),
-		MCP:         mcpserver.HTTPHandler(m, mcpserver.Options{Keys: keys, Logger: log}),
-		Native:      native.NewHandler(m, native.Options{Keys: keys, Log: log}),
-		Artifacts:   downloads,
-	}
+	mounts := server.APIs(m, cfg, keys, tokens, downloads, log)
 	// Run closes the Manager, leaving its sessions running.
 	if err := server.Run(ctx, cfg, m, mounts, server.Options{Keys: keys, Log: log}); err != nil {
 		fmt.Fprintf(stderr, "agentbox: serve: %s\n", oneLine(err))

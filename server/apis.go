@@ -1,0 +1,32 @@
+package server
+
+import (
+	"log/slog"
+	"net/http"
+
+	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/server/execd"
+	"github.com/agentbox/agentbox/server/mcpserver"
+	"github.com/agentbox/agentbox/server/native"
+	"github.com/agentbox/agentbox/server/opensandbox"
+	"github.com/agentbox/agentbox/server/tenant"
+	"github.com/agentbox/agentbox/session"
+)
+
+// APIs returns every API of agentbox serve over m, as Run mounts them: the
+// OpenSandbox-compatible lifecycle API and the execd its endpoints point
+// to (sharing tokens), MCP, and the native API. downloads (may be nil) is
+// the artifact download handler. One place builds them, so that the
+// program and its tests serve the same thing.
+func APIs(m *session.Manager, cfg config.Config, keys *tenant.Keys, tokens tenant.Tokens, downloads http.Handler, log *slog.Logger) Mounts {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return Mounts{
+		OpenSandbox: opensandbox.NewHandler(m, opensandbox.Options{Keys: keys, Tokens: tokens, Config: cfg, Log: log}),
+		Execd:       execd.NewHandler(m, execd.Options{Tokens: tokens, Log: log}),
+		MCP:         mcpserver.HTTPHandler(m, mcpserver.Options{Keys: keys, Logger: log}),
+		Native:      native.NewHandler(m, native.Options{Keys: keys, Log: log}),
+		Artifacts:   downloads,
+	}
+}
