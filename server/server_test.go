@@ -25,7 +25,7 @@ import (
 	"github.com/agentbox/agentbox/session"
 )
 
-func testConfig(t *testing.T) config.Config {
+func testConfig(t testing.TB) config.Config {
 	cfg := config.Default()
 	dir := t.TempDir()
 	cfg.SandboxImage = dockertest.Image(t)
@@ -47,7 +47,7 @@ func namespace() string {
 
 // manager starts a Manager in ns; Run closes it, the cleanup removes the
 // namespace's containers.
-func manager(t *testing.T, cfg config.Config, ns string) *session.Manager {
+func manager(t testing.TB, cfg config.Config, ns string) *session.Manager {
 	t.Helper()
 	cli := dockertest.Engine(t)
 	m, err := session.NewManager(context.Background(), cfg, session.WithNamespace(ns),

@@ -14,6 +14,7 @@ import (
 // TestAccess: every request needs the token of its own sandbox; an unknown
 // or stopped sandbox is 404 and is never created by the request.
 func TestAccess(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	b := e.sandbox("sbx-b")
 	other := tenant.NewKeys([]string{"another-api-key"})
@@ -77,6 +78,7 @@ func TestAccess(t *testing.T) {
 // TestRoutingErrors: unknown routes and methods answer in OpenSandbox's
 // shape.
 func TestRoutingErrors(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	wantError(t, e.req("GET", "/nope", nil), http.StatusNotFound, codeNotFound)
 	resp := e.req("PUT", "/command", nil)
@@ -94,6 +96,7 @@ func TestRoutingErrors(t *testing.T) {
 // TestPausedSandbox: a paused sandbox answers 409, never resumed behind
 // the back of whoever paused it; metrics still answer.
 func TestPausedSandbox(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	if err := e.m.Pause(context.Background(), tenant.Local.SessionKey(e.id)); err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ func (e *env) runCode(t *testing.T, ctxID, code string) []*streamEvent {
 // one kernel every context of the sandbox shares; contexts are listed,
 // got, deleted; errors are terminal error events.
 func TestCodeContexts(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	var cc codeContext
 	if err := json.Unmarshal([]byte(wantStatus(t, e.req("POST", "/code/context", strings.NewReader(`{"language":"python"}`)), http.StatusOK)), &cc); err != nil {
@@ -78,6 +79,7 @@ func TestCodeContexts(t *testing.T) {
 // TestCodeInterrupt: DELETE /code?id=<context> interrupts the running code
 // with KeyboardInterrupt; variables defined before stay.
 func TestCodeInterrupt(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	e.runCode(t, "c1", "kept = 'yes'")
 	s := newEvents(t, e.req("POST", "/code", strings.NewReader(`{"code":"import time\nprint('going', flush=True)\ntime.sleep(60)","context":{"id":"c1","language":"python"}}`)))
@@ -96,6 +98,7 @@ func TestCodeInterrupt(t *testing.T) {
 }
 
 func TestCodeBadInput(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(o *Options) { o.MaxBodyBytes = 1024 })
 	tests := []struct {
 		name, route, body string
@@ -118,6 +121,7 @@ func TestCodeBadInput(t *testing.T) {
 
 // TestMetrics: the fields the SDK requires, from the session's limits and memory.
 func TestMetrics(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	var m struct {
 		CPUCount    *float64 `json:"cpu_count"`

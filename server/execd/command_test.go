@@ -13,6 +13,7 @@ import (
 // one event per line without its terminator, a non-zero exit as an error
 // event with the exit code and no execution_complete.
 func TestCommandTranscripts(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	e.h.newID = func() string { return "cmd-fixed" }
 	tests := []struct {
@@ -60,6 +61,7 @@ func TestCommandTranscripts(t *testing.T) {
 // TestCommandExactBytes pins the wire bytes of a failing command, with
 // the timestamps and the id fixed.
 func TestCommandExactBytes(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(o *Options) {
 		o.Now = func() time.Time { return time.UnixMilli(1700000000000) }
 		o.PingInterval = time.Hour
@@ -84,6 +86,7 @@ func TestCommandExactBytes(t *testing.T) {
 // (its status says running when the first line is read), with pings
 // between them.
 func TestCommandStreamsAsItRuns(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	s := newEvents(t, e.req("POST", "/command", strings.NewReader(`{"command":"for i in 1 2 3; do echo line$i; sleep 1; done"}`)))
 	init := s.next()
@@ -138,6 +141,7 @@ func TestCommandStreamsAsItRuns(t *testing.T) {
 
 // TestForegroundInterrupt: DELETE /command?id= kills a streaming command.
 func TestForegroundInterrupt(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	s := newEvents(t, e.req("POST", "/command", strings.NewReader(`{"command":"echo started; sleep 60"}`)))
 	id := *s.next().Text
@@ -152,6 +156,7 @@ func TestForegroundInterrupt(t *testing.T) {
 
 // TestBackgroundCommand: start, status, logs by cursor, interrupt.
 func TestBackgroundCommand(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	evs := newEvents(t, e.req("POST", "/command", strings.NewReader(`{"command":"echo one; echo two >&2; sleep 1; echo three","background":true}`))).all()
 	if len(evs) != 2 || evs[0].Type != evInit || evs[1].Type != evComplete {
@@ -201,6 +206,7 @@ func TestBackgroundCommand(t *testing.T) {
 
 // TestCommandBadInput: OpenSandbox-shaped errors before any stream.
 func TestCommandBadInput(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(o *Options) { o.MaxBodyBytes = 1024 })
 	tests := []struct {
 		name   string

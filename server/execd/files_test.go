@@ -61,6 +61,7 @@ func (e *env) info(t *testing.T, paths ...string) map[string]fileInfo {
 
 // TestFiles goes through every files and directories route.
 func TestFiles(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	wantStatus(t, e.upload(t, []upFile{
 		{meta: `{"path":"/session/up/a.txt","mode":600,"owner":"root","group":"root"}`, data: "line1\nline2\nline3\n"},
@@ -182,6 +183,7 @@ func paths2(fs []fileInfo) string {
 
 // TestFilesBadInput: every refusal in OpenSandbox's shape.
 func TestFilesBadInput(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(o *Options) { o.MaxBodyBytes = 1024; o.MaxUploadBytes = 64 << 10 })
 	wantStatus(t, e.upload(t, []upFile{{meta: `{"path":"/session/f.txt"}`, data: "abc"}}), http.StatusOK)
 	tests := []struct {
@@ -245,6 +247,7 @@ func TestFilesBadInput(t *testing.T) {
 // TestUploadStreams: a file larger than the JSON cap and than any buffer
 // goes through whole, with several files in one request.
 func TestUploadStreams(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(o *Options) { o.MaxBodyBytes = 1024 })
 	big := strings.Repeat("0123456789abcdef", 1<<16) // 1 MiB
 	wantStatus(t, e.upload(t, []upFile{

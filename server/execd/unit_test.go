@@ -10,6 +10,7 @@ import (
 )
 
 func TestLinesCommand(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		writes []string
@@ -39,6 +40,7 @@ func TestLinesCommand(t *testing.T) {
 }
 
 func TestLinesPython(t *testing.T) {
+	t.Parallel()
 	var got []string
 	l := &lines{keep: true, emit: func(s string) { got = append(got, s) }}
 	l.Write([]byte("a\nb"))
@@ -52,6 +54,7 @@ func TestLinesPython(t *testing.T) {
 }
 
 func TestLinesLongLineIsCut(t *testing.T) {
+	t.Parallel()
 	var got []string
 	l := &lines{emit: func(s string) { got = append(got, s) }}
 	long := strings.Repeat("é", maxLine) // 2 bytes each: cuts must fall between runes
@@ -67,6 +70,7 @@ func TestLinesLongLineIsCut(t *testing.T) {
 }
 
 func TestParseRange(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		h        string
 		size     int64
@@ -95,6 +99,7 @@ func TestParseRange(t *testing.T) {
 }
 
 func TestModeDigits(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		mode   fs.FileMode
 		digits int
@@ -125,6 +130,7 @@ func TestModeDigits(t *testing.T) {
 // TestStreamWireBytes pins the exact bytes of a stream: JSON objects each
 // ended by a blank line, every one with its timestamp, no HTML escaping.
 func TestStreamWireBytes(t *testing.T) {
+	t.Parallel()
 	now := time.UnixMilli(1700000000123)
 	h := newHandler(nil, Options{Now: func() time.Time { return now }, PingInterval: time.Hour})
 	rec := httptest.NewRecorder()
@@ -163,6 +169,7 @@ func TestStreamWireBytes(t *testing.T) {
 
 // TestStreamPings: a stream pings while its work runs.
 func TestStreamPings(t *testing.T) {
+	t.Parallel()
 	h := newHandler(nil, Options{PingInterval: time.Millisecond})
 	rec := httptest.NewRecorder()
 	s := h.startStream(&call{w: rec, r: httptest.NewRequest(http.MethodPost, "/execd/x/code", nil)})

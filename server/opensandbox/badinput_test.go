@@ -16,6 +16,7 @@ import (
 // with the right status and a message that says what is wrong, and starts
 // no sandbox.
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, true, nil)
 	sb := e.create(nil)
 	id := sb.ID

@@ -17,6 +17,7 @@ import (
 // create (202), endpoints of execd and of the egress sidecar, get, pause
 // (state kept), resume, renew, delete.
 func TestLifecycle(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, true, nil)
 	before := time.Now()
 	sb := e.create(map[string]any{
@@ -129,6 +130,7 @@ func TestLifecycle(t *testing.T) {
 // TestAuth: a missing or wrong key is 401; another tenant's sandbox is 404
 // on every route, exactly like an unknown id, and absent from its list.
 func TestAuth(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, true, nil)
 	sb := e.create(map[string]any{"timeout": nil})
 
@@ -187,6 +189,7 @@ func TestAuth(t *testing.T) {
 
 // TestNoKeys: a server without keys serves everyone as one tenant.
 func TestNoKeys(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, false, nil)
 	sb := e.create(nil)
 	if got := e.get(sb.ID); got.ID != sb.ID || got.ExpiresAt != nil {
@@ -204,6 +207,7 @@ func TestNoKeys(t *testing.T) {
 // TestTimeout: null means no expiry, a number that many seconds, absent the
 // operator's default; the operator's maximum refuses the rest.
 func TestTimeout(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, true, func(c *config.Config) {
 		c.SessionTTL = 30 * time.Minute
 		c.MaxSessionTTL = time.Hour
@@ -244,6 +248,7 @@ func TestTimeout(t *testing.T) {
 // TestTimeoutNull: without a maximum, null is a sandbox that never
 // expires, and a renewal gives it an expiry.
 func TestTimeoutNull(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, true, func(c *config.Config) { c.SessionTTL = 30 * time.Minute })
 	sb := e.create(map[string]any{"timeout": nil})
 	if sb.ExpiresAt != nil {
@@ -263,6 +268,7 @@ func TestTimeoutNull(t *testing.T) {
 
 // TestList filters by state and metadata and pages, newest first.
 func TestList(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, true, nil)
 	var ids []string
 	for i, team := range []string{"red", "blue", "red"} {
@@ -329,6 +335,7 @@ func TestList(t *testing.T) {
 // TestRequestID: a usable X-Request-ID is echoed, on errors too; a missing
 // or unusable one is replaced by a fresh one.
 func TestRequestID(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, true, nil)
 	for _, tt := range []struct {
 		name string

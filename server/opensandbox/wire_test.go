@@ -7,6 +7,7 @@ import (
 )
 
 func TestParseQuantities(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		in   string
 		mb   int
@@ -37,6 +38,7 @@ func TestParseQuantities(t *testing.T) {
 }
 
 func TestImageName(t *testing.T) {
+	t.Parallel()
 	cfg := config.Default()
 	cfg.SandboxImages = map[string]string{"data": "agentbox-sandbox:data"}
 	for in, want := range map[string]string{

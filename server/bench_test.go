@@ -1,0 +1,198 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentbox/agentbox/internal/dockertest"
+	"github.com/agentbox/agentbox/server"
+	"github.com/agentbox/agentbox/server/tenant"
+	"github.com/agentbox/agentbox/session"
+)
+
+// served is a server on loopback over a Manager, with one tenant.
+type served struct {
+	m      *session.Manager
+	base   string
+	tenant tenant.Tenant
+	key    string
+}
+
+func serveForBench(b *testing.B) *served {
+	cfg := testConfig(b)
+	m := manager(b, cfg, namespace())
+	const key = "bench-key-0123456789abcdef"
+	keys := tenant.NewKeys([]string{key})
+	tn, _ := keys.Lookup(key)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- server.Run(ctx, cfg, m, server.APIs(m, cfg, keys, tenant.NewTokens(bytes.Repeat([]byte("b"), 32)), nil, nil), server.Options{Keys: keys, Listener: ln})
+	}()
+	b.Cleanup(func() { cancel(); <-done })
+	return &served{m: m, base: "http://" + ln.Addr().String(), tenant: tn, key: key}
+}
+
+// sandbox creates one through the lifecycle API and returns its id and
+// execd address and headers.
+func (s *served) sandbox(b *testing.B) (id, execd string, headers map[string]string) {
+	post := func(url, body string, hdr map[string]string) []byte {
+		req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode >= 300 {
+			b.Fatalf("POST %s: %d %s", url, resp.StatusCode, data)
+		}
+		return data
+	}
+	api := map[string]string{"OPEN-SANDBOX-API-KEY": s.key}
+	var sb struct{ ID string }
+	json.Unmarshal(post(s.base+"/v1/sandboxes", `{"timeout": null}`, api), &sb)
+	req, _ := http.NewRequest("GET", s.base+"/v1/sandboxes/"+sb.ID+"/endpoints/44772", nil)
+	req.Header.Set("OPEN-SANDBOX-API-KEY", s.key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var ep struct {
+		Endpoint string
+		Headers  map[string]string
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&ep); err != nil {
+		b.Fatal(err)
+	}
+	return sb.ID, "http://" + ep.Endpoint, ep.Headers
+}
+
+// call POSTs body to url with headers and reads the whole (streamed)
+// answer, failing on an error event.
+func call(b testing.TB, client *http.Client, url, body string, headers map[string]string) {
+	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || bytes.Contains(data, []byte(`"type":"error"`)) {
+		b.Fatalf("POST %s: %d %s", url, resp.StatusCode, data)
+	}
+}
+
+// BenchmarkServeRoundTrip: a `pass` execution and a `true` command through
+// agentbox serve on loopback (execd's /code and /command, as the
+// OpenSandbox SDK sends them) against the same calls on the library, on the
+// same session, interleaved, 40 rounds each.
+func BenchmarkServeRoundTrip(b *testing.B) {
+	dockertest.Engine(b)
+	s := serveForBench(b)
+	id, execd, hdr := s.sandbox(b)
+	key := s.tenant.SessionKey(id)
+	ctx := context.Background()
+	client := &http.Client{}
+	code := `{"code": "pass", "context": {"language": "python"}}`
+	cmd := `{"command": "true"}`
+	// Warm both paths (the kernel, the connections).
+	for i := 0; i < 3; i++ {
+		call(b, client, execd+"/code", code, hdr)
+		call(b, client, execd+"/command", cmd, hdr)
+	}
+	var libExec, httpExec, libCmd, httpCmd dockertest.Samples
+	for i := 0; i < 40; i++ {
+		t := time.Now()
+		if _, err := s.m.Exec(ctx, key, "pass"); err != nil {
+			b.Fatal(err)
+		}
+		libExec = append(libExec, time.Since(t))
+		t = time.Now()
+		call(b, client, execd+"/code", code, hdr)
+		httpExec = append(httpExec, time.Since(t))
+		t = time.Now()
+		if _, err := s.m.Run(ctx, key, session.Command{Line: "true"}); err != nil {
+			b.Fatal(err)
+		}
+		libCmd = append(libCmd, time.Since(t))
+		t = time.Now()
+		call(b, client, execd+"/command", cmd, hdr)
+		httpCmd = append(httpCmd, time.Since(t))
+	}
+	dockertest.Report(b, "execLibrary", "ms", libExec, nil)
+	dockertest.Report(b, "execServed", "ms", httpExec, libExec)
+	dockertest.Report(b, "commandLibrary", "ms", libCmd, nil)
+	dockertest.Report(b, "commandServed", "ms", httpCmd, libCmd)
+	// The figures above are the benchmark: it reports its own metrics
+	// (b.N is not used to scale work that starts containers).
+}
+
+// BenchmarkServeConcurrentSessions: requests per second of `pass` through
+// execd's /code over 10 sandboxes at once, each its own client loop,
+// against the same 10 sessions called through the library at once.
+func BenchmarkServeConcurrentSessions(b *testing.B) {
+	dockertest.Engine(b)
+	s := serveForBench(b)
+	const n, per = 10, 30
+	type box struct {
+		key, execd string
+		hdr        map[string]string
+	}
+	boxes := make([]box, n)
+	for i := range boxes {
+		id, execd, hdr := s.sandbox(b)
+		boxes[i] = box{s.tenant.SessionKey(id), execd, hdr}
+	}
+	ctx := context.Background()
+	code := `{"code": "pass", "context": {"language": "python"}}`
+	run := func(one func(box)) float64 {
+		var wg sync.WaitGroup
+		start := time.Now()
+		for _, x := range boxes {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for j := 0; j < per; j++ {
+					one(x)
+				}
+			}()
+		}
+		wg.Wait()
+		return float64(n*per) / time.Since(start).Seconds()
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n}}
+	served := func(x box) { call(b, client, x.execd+"/code", code, x.hdr) }
+	library := func(x box) {
+		if _, err := s.m.Exec(ctx, x.key, "pass"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	run(served) // warm every kernel and connection
+	lib, srv := run(library), run(served)
+	lib2, srv2 := run(library), run(served)
+	b.ReportMetric((lib+lib2)/2, "library-req/s")
+	b.ReportMetric((srv+srv2)/2, "served-req/s")
+	b.ReportMetric((srv+srv2)/(lib+lib2), "served/library")
+	b.Logf("10 sessions, %d calls each, twice: library %.0f and %.0f req/s, served %.0f and %.0f req/s", per, lib, lib2, srv, srv2)
+}
