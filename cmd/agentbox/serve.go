@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentbox/agentbox/artifacts"
 	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/internal/telemetry"
 	"github.com/agentbox/agentbox/server"
 	"github.com/agentbox/agentbox/server/mcpserver"
 	"github.com/agentbox/agentbox/server/native"
@@ -81,7 +82,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
 	defer stop()
-	log := slog.New(slog.NewTextHandler(stderr, nil))
+	log := slog.New(telemetry.LogHandler(slog.NewTextHandler(stderr, nil)))
 
 	cfg, err := config.Load()
 	if err != nil {
@@ -98,7 +99,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "agentbox: serve: %s\n", oneLine(err))
 		return exitSandbox
 	}
-	m, err := session.NewManager(ctx, cfg, session.WithLogger(log))
+	reg := telemetry.NewRegistry() // this server's metrics, at /metrics
+	m, err := session.NewManager(ctx, cfg, session.WithLogger(log), session.WithMetrics(reg))
 	if err != nil {
 		return failure(ctx, stderr, err)
 	}
@@ -109,12 +111,19 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitSandbox
 	}
 	defer downloads.Close()
+	counted, err := telemetry.CountDownloads(reg, downloads)
+	if err != nil {
+		closeManager(ctx, m, stderr)
+		fmt.Fprintf(stderr, "agentbox: serve: %s\n", oneLine(err))
+		return exitSandbox
+	}
 
 	mounts := server.Mounts{
 		OpenSandbox: opensandbox.NewHandler(m, opensandbox.Options{Keys: keys, Tokens: tokens, Config: cfg, Log: log}),
 		MCP:         mcpserver.HTTPHandler(m, mcpserver.Options{Keys: keys, Logger: log}),
 		Native:      native.NewHandler(m, native.Options{Keys: keys, Log: log}),
-		Artifacts:   downloads,
+		Artifacts:   counted,
+		Metrics:     telemetry.MetricsHandler(reg),
 	}
 	// Run closes the Manager, leaving its sessions running.
 	if err := server.Run(ctx, cfg, m, mounts, server.Options{Keys: keys, Log: log}); err != nil {

@@ -17,9 +17,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -140,4 +143,25 @@ func (l logHandler) WithAttrs(as []slog.Attr) slog.Handler {
 
 func (l logHandler) WithGroup(name string) slog.Handler {
 	return logHandler{l.Handler.WithGroup(name)}
+}
+
+// shutdownTimeout bounds flushing the spans still buffered on exit.
+const shutdownTimeout = 5 * time.Second
+
+// Start is Setup for a program's main: tracing by the process's
+// environment, a configuration error reported on stderr (the program runs
+// on without tracing). Call the returned func on exit.
+func Start(ctx context.Context, service string, stderr io.Writer) func() {
+	_, shutdown, err := Setup(ctx, service, os.Getenv, slog.New(slog.NewTextHandler(stderr, nil)))
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: tracing off: %v\n", service, err)
+		return func() {}
+	}
+	return func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+		defer cancel()
+		if err := shutdown(ctx); err != nil {
+			fmt.Fprintf(stderr, "%s: export spans: %v\n", service, err)
+		}
+	}
 }
