@@ -24,12 +24,17 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/agentbox/agentbox/artifacts"
 	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/server/tenant"
 	"github.com/agentbox/agentbox/session"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Mounts are the APIs the server serves; a nil one is not mounted.
@@ -47,6 +52,14 @@ type Mounts struct {
 	// Artifacts serves /artifacts/{id}?token=... (artifacts.Open); set
 	// ARTIFACT_PUBLIC_URL to this server's address so links point here.
 	Artifacts http.Handler
+	// Metrics serves GET /metrics (telemetry.MetricsHandler), unauthenticated
+	// like /healthz: its labels carry no session key or tenant.
+	Metrics http.Handler
+	// Tracing receives a server span per request, the child of the W3C
+	// trace context (traceparent) the request carries, so the Manager's
+	// spans join the caller's trace. Nil: the global provider (no-op
+	// unless the program set one).
+	Tracing trace.TracerProvider
 }
 
 // Server timeouts. There is no read or write timeout on whole requests:
@@ -136,6 +149,9 @@ func Handler(mounts Mounts, maxBody int64) http.Handler {
 	mount(mounts.MCP, "/mcp", "/mcp/")
 	mount(mounts.Native, "/v1/agentbox/")
 	mount(mounts.Artifacts, artifacts.DownloadPath)
+	if mounts.Metrics != nil {
+		mux.Handle("GET /metrics", mounts.Metrics)
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
@@ -145,7 +161,7 @@ func Handler(mounts Mounts, maxBody int64) http.Handler {
 		w.WriteHeader(http.StatusNotFound)
 		_, _ = w.Write([]byte(`{"code":"NOT_FOUND","message":"no such route"}` + "\n"))
 	})
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return traced(mounts.Tracing, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > maxBody {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusRequestEntityTooLarge)
@@ -154,7 +170,31 @@ func Handler(mounts Mounts, maxBody int64) http.Handler {
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
 		mux.ServeHTTP(w, r)
-	})
+	}))
+}
+
+// traced opens a server span per request (but /healthz and /metrics, which
+// a prober calls all day), a child of the request's W3C trace context.
+func traced(tp trace.TracerProvider, h http.Handler) http.Handler {
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	return otelhttp.NewHandler(h, "agentbox serve",
+		otelhttp.WithTracerProvider(tp),
+		otelhttp.WithPropagators(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})),
+		otelhttp.WithFilter(func(r *http.Request) bool { return r.URL.Path != "/healthz" && r.URL.Path != "/metrics" }),
+		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + routeOf(r.URL.Path) }),
+	)
+}
+
+// routeOf is the API a path belongs to, a span name of few values.
+func routeOf(p string) string {
+	for _, prefix := range []string{"/v1/sandboxes", "/v1/snapshots", "/execd/", "/mcp", "/v1/agentbox/", artifacts.DownloadPath} {
+		if strings.HasPrefix(p, prefix) {
+			return prefix
+		}
+	}
+	return "/"
 }
 
 // Run serves mounts on cfg.ServeAddr (or opts.Listener) until ctx ends,

@@ -16,13 +16,20 @@ import (
 )
 
 // create starts a container for e, from the warm pool when it has one.
-func (m *Manager) create(ctx context.Context, e *entry) error {
+func (m *Manager) create(ctx context.Context, e *entry) (err error) {
+	ctx, span := m.startSpan(ctx, SpanCreate, e.key)
+	defer func() { endSpan(span, err) }()
 	// A warm container has the defaults: a session asking for other
 	// options gets a container of its own.
 	if p := m.warm(e); p != nil {
-		err := m.adopt(ctx, e, p)
+		actx, aspan := m.startSpan(ctx, SpanPoolAcquire, e.key, AttrContainerID.String(p.id))
+		t0 := time.Now()
+		err := m.adopt(actx, e, p)
+		endSpan(aspan, err)
 		m.pool.signal()
 		if err == nil {
+			m.metrics.poolTaken(true, time.Since(t0))
+			span.SetAttributes(AttrPoolHit.Bool(true))
 			return nil
 		}
 		if errors.Is(err, ErrNameInUse) {
@@ -37,10 +44,15 @@ func (m *Manager) create(ctx context.Context, e *entry) error {
 			return err
 		}
 	}
+	m.metrics.poolTaken(false, 0)
+	span.SetAttributes(AttrPoolHit.Bool(false))
 	spec := m.spec(m.containerName(e.id), RoleSession, dir)
 	spec.Labels[LabelKey] = labelKey(e.key)
 	m.applyCreation(&spec, e.cr, time.Now())
-	id, err := m.drv.Create(ctx, spec)
+	t0 := time.Now()
+	cctx, cspan := m.startSpan(ctx, SpanContainer, e.key)
+	id, err := m.drv.Create(cctx, spec)
+	endSpan(cspan, err)
 	if err != nil {
 		if ctx.Err() != nil {
 			// Cancelled mid-call, the engine may have made it all the
@@ -49,13 +61,16 @@ func (m *Manager) create(ctx context.Context, e *entry) error {
 		}
 		return err
 	}
-	client, err := m.dial(ctx, id)
+	kctx, kspan := m.startSpan(ctx, SpanKernelReady, e.key, AttrContainerID.String(id))
+	client, err := m.dial(kctx, id)
+	endSpan(kspan, err)
 	if err != nil {
 		if rmErr := m.drv.Remove(context.WithoutCancel(ctx), id); rmErr != nil {
 			err = errors.Join(err, rmErr)
 		}
 		return err
 	}
+	m.metrics.coldStarted("session", time.Since(t0))
 	e.containerID, e.client = id, client
 	m.baseline(ctx, e, dir != "")
 	e.created = time.Now()

@@ -15,6 +15,7 @@ import (
 	"github.com/agentbox/agentbox/artifacts"
 	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/datasets"
+	"go.opentelemetry.io/otel/codes"
 )
 
 // DatasetsDir is where selected datasets are staged in a session.
@@ -76,7 +77,9 @@ func Refresh() SelectOption { return SelectOption{func(o *selectOptions) { o.ref
 // only) comes from the host-side cache. The fetcher is told the namespace
 // and key (datasets.Request). A failed fetch is not a Go error: the
 // returned status says FAILED and why.
-func (m *Manager) SelectDataset(ctx context.Context, key, id string, opts ...SelectOption) (Selection, error) {
+func (m *Manager) SelectDataset(ctx context.Context, key, id string, opts ...SelectOption) (_ Selection, err error) {
+	ctx, span := m.startSpan(ctx, SpanDataset, key, AttrDatasetID.String(id))
+	defer func() { endSpan(span, err) }()
 	var o selectOptions
 	for _, opt := range opts {
 		if opt.apply != nil {
@@ -106,6 +109,8 @@ func (m *Manager) SelectDataset(ctx context.Context, key, id string, opts ...Sel
 	rec := datasets.Record{Namespace: m.ns, SessionID: e.id, DatasetID: id, Name: name}
 	if old, err := m.dsStatus.Get(ctx, m.ns, e.id, id); err == nil && !o.refresh && old.Status == datasets.StatusLoaded && m.staged(ctx, e, name, old.Size) {
 		sel.Record = old
+		span.SetAttributes(AttrDatasetStatus.String(string(old.Status)))
+		m.metrics.datasetFetched("present")
 		return sel, nil
 	}
 	rec.Status = datasets.StatusPending
@@ -116,16 +121,23 @@ func (m *Manager) SelectDataset(ctx context.Context, key, id string, opts ...Sel
 	if err == nil {
 		var f io.ReadSeekCloser
 		if f, err = m.art.blobs.Open(sha); err == nil {
-			_, err = m.stage(ctx, e, "data", name, f)
+			sctx, sspan := m.startSpan(ctx, SpanStage, key, AttrDatasetID.String(id), AttrBytes.Int64(size))
+			_, err = m.stage(sctx, e, "data", name, f)
+			endSpan(sspan, err)
 			f.Close()
 		}
 	}
 	rec.SHA256, rec.Size, sel.Fetched = sha, size, fetched
+	outcome := "failed"
 	if err != nil {
 		rec.Status, rec.Reason = datasets.StatusFailed, err.Error()
+		span.SetStatus(codes.Error, rec.Reason) // data in the result, not a Go error
 	} else {
 		rec.Status = datasets.StatusLoaded
+		outcome = map[bool]string{true: "loaded", false: "cached"}[fetched]
 	}
+	m.metrics.datasetFetched(outcome)
+	span.SetAttributes(AttrDatasetStatus.String(string(rec.Status)))
 	m.setStatus(ctx, e, rec)
 	sel.Record = rec
 	return sel, nil

@@ -9,6 +9,7 @@ import (
 	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/kernel"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // startTimeout bounds creating a container and reaching its kernel.
@@ -112,13 +113,21 @@ func (m *Manager) entry(ctx context.Context, key string, create bool, cr *creati
 		e = &entry{key: key, id: id, ready: make(chan struct{}), turn: make(chan struct{}, 1), cr: cr}
 		m.sessions[id] = e
 		e.turn <- struct{}{} // held while opening, so the sweep keeps off
+		caller := trace.SpanContextFromContext(ctx)
 		m.wg.Add(1)
 		go func() {
 			defer m.wg.Done()
 			defer func() { <-e.turn }()
-			ctx, cancel := context.WithTimeout(m.bg, startTimeout)
+			// On the Manager's lifetime, in the trace of the first caller.
+			ctx, cancel := context.WithTimeout(trace.ContextWithSpanContext(m.bg, caller), startTimeout)
 			defer cancel()
+			ctx, span := m.startSpan(ctx, SpanOpen, key)
 			e.err = m.open(ctx, e, create)
+			if errors.Is(e.err, ErrNotFound) {
+				span.End() // a lookup of a key without a session: no failure
+			} else {
+				endSpan(span, e.err)
+			}
 			if e.err != nil {
 				m.drop(e)
 			}
@@ -277,7 +286,9 @@ func deathReason(c Container, image string) string {
 
 // attach connects to the kernel of a running container and records the
 // session if no record exists.
-func (m *Manager) attach(ctx context.Context, e *entry, c Container) error {
+func (m *Manager) attach(ctx context.Context, e *entry, c Container) (err error) {
+	ctx, span := m.startSpan(ctx, SpanReattach, e.key, AttrContainerID.String(c.ID))
+	defer func() { endSpan(span, err) }()
 	client, err := m.dial(ctx, c.ID)
 	var lost *lostError
 	if errors.As(err, &lost) {
@@ -343,6 +354,7 @@ func (m *Manager) markStopped(ctx context.Context, id, reason string) {
 	ctx = context.WithoutCancel(ctx)
 	err := m.store.StopSession(ctx, m.ns, id, time.Now(), reason)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		m.metrics.dbFailed("stop_session")
 		m.log.Warn("record session end", "session_id", id, "err", err)
 	}
 	// Whatever ran in it with no result recorded never will have one.

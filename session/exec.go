@@ -15,6 +15,7 @@ import (
 	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/kernel"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 )
 
 // ExecOption tunes one execution: ExecID, Timeout or OnEvent. The zero
@@ -51,7 +52,9 @@ func OnEvent(fn func(kernel.Event)) ExecOption {
 // When ctx ends, the code is interrupted and the result, flagged TimedOut or
 // Interrupted, still returns. A Go error means the system failed: it is an
 // *Error wrapping, for example, ErrSessionLost, ErrUnavailable or ErrClosed.
-func (m *Manager) Exec(ctx context.Context, key, code string, opts ...ExecOption) (*Result, error) {
+func (m *Manager) Exec(ctx context.Context, key, code string, opts ...ExecOption) (res *Result, err error) {
+	ctx, span := m.startSpan(ctx, SpanExec, key, toolAttrs("")...)
+	defer func() { m.endExec(span, code, res, err); m.metrics.execDone(res, err) }()
 	if err := m.begin(); err != nil {
 		return nil, err
 	}
@@ -73,6 +76,7 @@ func (m *Manager) Exec(ctx context.Context, key, code string, opts ...ExecOption
 	if !named {
 		o.id = kernel.NewID()
 	}
+	span.SetAttributes(toolAttrs(o.id)[1:]...)
 	sum := codeSum(code)
 	for attempt := 0; ; attempt++ {
 		if named {
@@ -100,6 +104,7 @@ func (m *Manager) Exec(ctx context.Context, key, code string, opts ...ExecOption
 		}
 		if err != nil {
 			release()
+			m.metrics.dbFailed("begin_execution")
 			return nil, &Error{Op: "exec", Key: key, ContainerID: e.containerID, Err: fmt.Errorf("record that execution %s starts (it did not run): %s: %w", o.id, storageTrouble(err, m.cfg.ArtifactsDB), err)}
 		}
 		res, err := m.execute(ctx, e, code, o)
@@ -113,9 +118,11 @@ func (m *Manager) Exec(ctx context.Context, key, code string, opts ...ExecOption
 func (m *Manager) recordPending(ctx context.Context, e *entry) {
 	for len(e.unrecorded) > 0 {
 		if err := m.store.RecordExecution(context.WithoutCancel(ctx), e.unrecorded[0]); err != nil {
-			m.log.Warn("record execution", "session_id", e.id, "exec_id", e.unrecorded[0].ExecID, "err", err)
+			m.metrics.dbFailed("record_execution")
+			m.log.WarnContext(ctx, "record execution", "session_key", e.key, "session_id", e.id, "exec_id", e.unrecorded[0].ExecID, "err", err)
 			return
 		}
+		m.metrics.dbRetried()
 		e.unrecorded = e.unrecorded[1:]
 	}
 }
@@ -162,7 +169,9 @@ func (m *Manager) execute(ctx context.Context, e *entry, code string, o execOpti
 	}
 	// Even a result the kernel replays (its id ran there before this
 	// process knew it) is recorded and ingested once it reaches the host.
-	m.ingest(ctx, e, res, kr.Files, kr.More)
+	ictx, ispan := m.startSpan(ctx, SpanIngest, key)
+	m.ingest(ictx, e, res, kr.Files, kr.More)
+	m.endIngest(ispan, res)
 	m.finish(ctx, e, code, started, res)
 	return res, nil
 }
@@ -339,7 +348,8 @@ func (m *Manager) finish(ctx context.Context, e *entry, code string, started tim
 		// covers a crash meanwhile.
 		e.unrecorded = append(e.unrecorded, rec)
 		res.Warnings = append(res.Warnings, "the history did not record this execution yet ("+storageTrouble(err, m.cfg.ArtifactsDB)+"); it is retried on the next call")
-		m.log.Warn("record execution", "session_id", e.id, "exec_id", res.ID, "err", err)
+		m.metrics.dbFailed("record_execution")
+		m.log.WarnContext(ctx, "record execution", "session_key", e.key, "session_id", e.id, "exec_id", res.ID, "err", err)
 	}
 	if m.cfg.SessionStorage == config.StorageBind {
 		m.writeFiles(ctx, e, code, started, res)
@@ -350,7 +360,9 @@ func (m *Manager) finish(ctx context.Context, e *entry, code string, started tim
 // it if it still runs: after a manager crashed mid-execution, a new one gets
 // the result this way. It looks in the kernel first, then in the history.
 // ErrUnknownExecution means neither knows the id.
-func (m *Manager) Fetch(ctx context.Context, key, id string) (*Result, error) {
+func (m *Manager) Fetch(ctx context.Context, key, id string) (res *Result, err error) {
+	ctx, span := m.startSpan(ctx, SpanFetch, key, semconv.GenAIToolCallID(id))
+	defer func() { m.endExec(span, "", res, err) }()
 	if err := m.begin(); err != nil {
 		return nil, err
 	}

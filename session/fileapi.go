@@ -143,7 +143,9 @@ func (m *Manager) fileSession(ctx context.Context, key string, create bool) (*en
 }
 
 // fileOp runs one single-answer helper op for the files API.
-func (m *Manager) fileOp(ctx context.Context, key, op, p string, create bool, req map[string]any) (*helperReply, error) {
+func (m *Manager) fileOp(ctx context.Context, key, op, p string, create bool, req map[string]any) (_ *helperReply, err error) {
+	ctx, span := m.fileSpan(ctx, op, key, p)
+	defer func() { endSpan(span, err) }()
 	fail := func(err error) (*helperReply, error) {
 		return nil, &FileError{Op: op, Key: key, Path: p, Err: err}
 	}
@@ -322,7 +324,14 @@ func splitPath(p string) []string {
 	return slices.DeleteFunc(strings.Split(p, "/"), func(s string) bool { return s == "" })
 }
 
-func (m *Manager) listing(ctx context.Context, key, op, p string, req map[string]any) (*FileList, error) {
+func (m *Manager) listing(ctx context.Context, key, op, p string, req map[string]any) (list *FileList, err error) {
+	ctx, span := m.fileSpan(ctx, op, key, p)
+	defer func() {
+		if list != nil {
+			span.SetAttributes(AttrFiles.Int(len(list.Entries)))
+		}
+		endSpan(span, err)
+	}()
 	fail := func(err error) (*FileList, error) {
 		return nil, &FileError{Op: op, Key: key, Path: p, Err: err}
 	}
@@ -339,7 +348,7 @@ func (m *Manager) listing(ctx context.Context, key, op, p string, req map[string
 		return fail(err)
 	}
 	defer h.Close()
-	list := &FileList{Path: p}
+	list = &FileList{Path: p}
 	for {
 		var r helperReply
 		if err := h.next(ctx, &r); err != nil {
@@ -444,7 +453,14 @@ func (r *FileReader) finish() {
 // (read it in parts); a folder ErrIsDir; a named pipe, socket or device
 // ErrNotRegular, at once, never blocking. Close the reader when done; until
 // then the stream holds the call open (the Manager's Close waits for it).
-func (m *Manager) ReadFile(ctx context.Context, key, path string, offset, length int64) (*FileReader, error) {
+func (m *Manager) ReadFile(ctx context.Context, key, path string, offset, length int64) (fr *FileReader, err error) {
+	ctx, span := m.fileSpan(ctx, "read", key, path)
+	defer func() {
+		if fr != nil {
+			span.SetAttributes(AttrBytes.Int64(fr.Length))
+		}
+		endSpan(span, err)
+	}()
 	p, err := cleanPath(path)
 	if err == nil && offset < 0 {
 		err = fmt.Errorf("%w: offset %d is negative", ErrBadPath, offset)
@@ -556,8 +572,24 @@ func (m *Manager) WriteFiles(ctx context.Context, key string, files []FileWrite)
 // the entries of a tar stream: each file's Data is read to its end before
 // the next file is asked for. A session is started when the first file
 // that can be written comes.
-func (m *Manager) WriteFileSeq(ctx context.Context, key string, files iter.Seq[FileWrite]) ([]WriteResult, error) {
+func (m *Manager) WriteFileSeq(ctx context.Context, key string, files iter.Seq[FileWrite]) (_ []WriteResult, err error) {
 	var results []WriteResult
+	ctx, span := m.startSpan(ctx, SpanFilePrefix+"write", key)
+	defer func() {
+		var n int64
+		serr := err
+		for _, r := range results {
+			n += r.Size
+			if r.Err != nil && serr == nil {
+				serr = r.Err // a file that failed fails the span, not the call
+			}
+		}
+		if len(results) == 1 {
+			span.SetAttributes(AttrPath.String(results[0].Path))
+		}
+		span.SetAttributes(AttrFiles.Int(len(results)), AttrBytes.Int64(n))
+		endSpan(span, serr)
+	}()
 	fileErr := func(i int, err error) {
 		results[i].Err = &FileError{Op: "write", Key: key, Path: results[i].Path, Err: err}
 	}

@@ -146,6 +146,8 @@ func (m *Manager) sessionBytes(ctx context.Context, e *entry) int64 {
 // connection broke), the folder is listed now.
 func (m *Manager) ingest(ctx context.Context, e *entry, res *Result, files []kernel.File, more bool) {
 	ctx = context.WithoutCancel(ctx)
+	n0, dedup := len(res.Artifacts), 0
+	defer func() { m.metrics.ingested(res.Artifacts[n0:], dedup) }()
 	if m.cfg.ArtifactFigures {
 		m.ingestFigures(ctx, e, res)
 	}
@@ -222,6 +224,9 @@ func (m *Manager) ingest(ctx context.Context, e *entry, res *Result, files []ker
 	for _, p := range stored {
 		rows = append(rows, artifacts.Artifact{Namespace: m.ns, SessionID: e.id, SessionKey: e.key, Name: p.name, SHA256: p.sha, Size: p.size, MIME: p.mime})
 	}
+	if m.metrics != nil {
+		dedup = m.stored(stored)
+	}
 	committed := make(chan error, 1)
 	go func() { committed <- batch.Commit(ctx) }()
 	added, err := m.art.index.AddAllAfter(ctx, rows, committed)
@@ -266,6 +271,20 @@ func (m *Manager) ingest(ctx context.Context, e *entry, res *Result, files []ker
 			delete(e.files, a.Name)
 		}
 	}
+}
+
+// stored counts the files whose content the blobstore holds already,
+// before their batch commits: the dedup hits of the metrics.
+func (m *Manager) stored(files []storedFile) int {
+	n := 0
+	for _, f := range files {
+		if p, err := m.art.blobs.Path(f.sha); err == nil {
+			if _, err := os.Stat(p); err == nil {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // storedFile is a file ingestion put into the blobstore.

@@ -80,7 +80,9 @@ func pausedError(containerID string) error {
 // (until ctx does); ErrBusy if another process is running an execution in
 // it. Pausing a paused session is no error. ErrNotFound if the key has no
 // session.
-func (m *Manager) Pause(ctx context.Context, key string) error {
+func (m *Manager) Pause(ctx context.Context, key string) (err error) {
+	ctx, span := m.startSpan(ctx, SpanPause, key)
+	defer func() { endSpan(span, err) }()
 	if err := m.begin(); err != nil {
 		return err
 	}
@@ -153,7 +155,9 @@ func (m *Manager) recordPause(ctx context.Context, id string, at time.Time) {
 // as they were, and counts as a use of it (the idle timeout starts again).
 // Resuming a running session is no error. ErrNotFound if the key has no
 // session.
-func (m *Manager) Resume(ctx context.Context, key string) error {
+func (m *Manager) Resume(ctx context.Context, key string) (err error) {
+	ctx, span := m.startSpan(ctx, SpanResume, key)
+	defer func() { endSpan(span, err) }()
 	if err := m.begin(); err != nil {
 		return err
 	}
@@ -213,7 +217,9 @@ func (m *Manager) lifecycleTarget(ctx context.Context, op, key string) (pauser, 
 // returns it. A paused session may be renewed. ErrExpired once the expiry
 // has passed, even if the sweep has not removed the session yet;
 // ErrNotFound if the key has no session.
-func (m *Manager) Renew(ctx context.Context, key string, d time.Duration) (time.Time, error) {
+func (m *Manager) Renew(ctx context.Context, key string, d time.Duration) (_ time.Time, err error) {
+	ctx, span := m.startSpan(ctx, SpanRenew, key)
+	defer func() { endSpan(span, err) }()
 	if err := m.begin(); err != nil {
 		return time.Time{}, err
 	}
@@ -235,7 +241,7 @@ func (m *Manager) Renew(ctx context.Context, key string, d time.Duration) (time.
 	}
 	now := time.Now()
 	exp := now.Add(d)
-	err := m.store.RenewSession(ctx, m.ns, ID(key), exp, now)
+	err = m.store.RenewSession(ctx, m.ns, ID(key), exp, now)
 	switch {
 	case errors.Is(err, store.ErrExpired):
 		return fail(fmt.Errorf("%w: %w", ErrExpired, err))

@@ -73,7 +73,9 @@ func (l *Limits) UnmarshalJSON(b []byte) error {
 // creating it with opts if needed, and describes it (see Info). opts are
 // checked even when the session exists, and then ignored (see
 // StartOption).
-func (m *Manager) Start(ctx context.Context, key string, opts ...StartOption) (Info, error) {
+func (m *Manager) Start(ctx context.Context, key string, opts ...StartOption) (_ Info, err error) {
+	ctx, span := m.startSpan(ctx, SpanStart, key)
+	defer func() { endSpan(span, err) }()
 	if err := m.begin(); err != nil {
 		return Info{}, err
 	}
@@ -185,7 +187,9 @@ func (m *Manager) List(ctx context.Context) ([]Info, error) {
 // Stop removes the session of key: its container and kernel state go, its
 // history and BIND folder stay. A running execution ends with
 // ErrSessionLost. ErrNotFound if there is no such session.
-func (m *Manager) Stop(ctx context.Context, key string) error {
+func (m *Manager) Stop(ctx context.Context, key string) (err error) {
+	ctx, span := m.startSpan(ctx, SpanStop, key)
+	defer func() { endSpan(span, err) }()
 	if err := m.begin(); err != nil {
 		return err
 	}

@@ -19,6 +19,8 @@ import (
 	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/kernel"
 	sandboximage "github.com/agentbox/agentbox/sandbox-image"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Labels on the containers a Manager makes. Docker cannot change a
@@ -85,6 +87,13 @@ type Manager struct {
 	// that write sets it, to measure the Manager without it in the same
 	// run; nothing else may.
 	noIntents bool
+
+	// Telemetry (trace.go, metrics.go).
+	tp           trace.TracerProvider // nil: the global one at call time
+	traceContent bool
+	metricsReg   prometheus.Registerer
+	metrics      *metrics // nil: none
+	registered   []prometheus.Collector
 
 	bg     context.Context // lives until Close
 	cancel context.CancelFunc
@@ -193,14 +202,21 @@ func NewManager(ctx context.Context, cfg config.Config, opts ...Option) (*Manage
 	if m.interval == 0 {
 		m.interval = min(max(cfg.IdleTimeout/10, time.Second), time.Minute)
 	}
+	if m.metricsReg != nil {
+		if err := m.registerMetrics(m.metricsReg); err != nil {
+			return nil, err
+		}
+	}
 	if m.drv == nil {
 		d, closer, err := NewDockerDriver()
 		if err != nil {
+			m.unregisterMetrics()
 			return nil, err
 		}
 		m.drv, m.closer = d, closer
 	}
 	fail := func(err error) (*Manager, error) {
+		m.unregisterMetrics()
 		if m.closer != nil {
 			m.closer.Close()
 		}

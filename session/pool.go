@@ -143,6 +143,7 @@ func (p *pool) start(ctx context.Context) (*pooled, error) {
 	name := m.ns + "_pool_" + suffix
 	// No role or key label: handed to a key, it is renamed, and labels
 	// cannot follow (see LabelRole).
+	t0 := time.Now()
 	id, err := m.drv.Create(ctx, m.spec(name, "", workspace))
 	if err != nil {
 		// Cancelled mid-call, the engine may have made it all the same:
@@ -166,6 +167,7 @@ func (p *pool) start(ctx context.Context) (*pooled, error) {
 		p.discard(w)
 		return nil, err
 	}
+	m.metrics.coldStarted("pool", time.Since(t0))
 	return w, nil
 }
 

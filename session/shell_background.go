@@ -7,6 +7,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // ErrUnknownCommand means no background command of the session has the id
@@ -109,7 +112,9 @@ func (s *commandSet) get(key, id string) *background {
 // beside the kernel, as Run does, and is recorded in the history when it
 // ends. Background commands belong to this Manager: Close kills those
 // still running.
-func (m *Manager) StartCommand(ctx context.Context, key string, cmd Command) (string, error) {
+func (m *Manager) StartCommand(ctx context.Context, key string, cmd Command) (_ string, err error) {
+	ctx, span := m.startSpan(ctx, SpanStartCommand, key)
+	defer func() { endSpan(span, err) }()
 	if err := m.begin(); err != nil {
 		return "", err
 	}
@@ -134,12 +139,22 @@ func (m *Manager) StartCommand(ctx context.Context, key string, cmd Command) (st
 		log: logRing{head: limit - limit/2, tail: limit / 2},
 	}
 	m.cmds.add(b)
+	span.SetAttributes(semconv.GenAIToolCallID(b.id))
+	// The command's own span, a child of this call's, ends with it.
+	_, cspan := m.startSpan(trace.ContextWithSpanContext(bctx, span.SpanContext()), SpanCommand, key, toolAttrs(b.id)...)
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
 		defer done()
 		defer kill()
 		defer close(b.done)
+		defer func() {
+			b.mu.Lock()
+			res, err := b.result, b.err
+			b.mu.Unlock()
+			m.endCommand(cspan, cmd.Line, res, err)
+			m.metrics.commandDone("background", res, err)
+		}()
 		out := &headTail{head: limit - limit/2, tail: limit / 2, name: "stdout"}
 		errs := &headTail{head: limit - limit/2, tail: limit / 2, name: "stderr"}
 		o, err := m.supervise(bctx, containerID, cmd, cmd.Timeout, 0, func(kind byte, p []byte) {

@@ -30,7 +30,8 @@ func (m *Manager) recordCommand(ctx context.Context, e *entry, count int, res *C
 	}
 	if err := m.store.RecordCommand(ctx, rec); err != nil {
 		res.Warnings = append(res.Warnings, "the history did not record this command ("+storageTrouble(err, m.cfg.ArtifactsDB)+")")
-		m.log.Warn("record command", "session_id", e.id, "exec_id", res.ID, "err", err)
+		m.metrics.dbFailed("record_command")
+		m.log.WarnContext(ctx, "record command", "session_key", e.key, "session_id", e.id, "exec_id", res.ID, "err", err)
 	}
 	if m.cfg.SessionStorage != config.StorageBind {
 		return

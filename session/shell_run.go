@@ -42,7 +42,9 @@ const maxFrameExtra = 64<<10 + 4096
 // input, a *CommandError (for a missing working folder, wrapping
 // fs.ErrNotExist), ErrSessionLost when the container went away meanwhile,
 // each inside an *Error naming the session.
-func (m *Manager) Run(ctx context.Context, key string, cmd Command) (*CommandResult, error) {
+func (m *Manager) Run(ctx context.Context, key string, cmd Command) (res *CommandResult, err error) {
+	ctx, span := m.startSpan(ctx, SpanRun, key, toolAttrs("")...)
+	defer func() { m.endCommand(span, cmd.Line, res, err); m.metrics.commandDone("run", res, err) }()
 	if err := m.begin(); err != nil {
 		return nil, err
 	}
@@ -58,7 +60,7 @@ func (m *Manager) Run(ctx context.Context, key string, cmd Command) (*CommandRes
 		return nil, err
 	}
 	defer done()
-	res := &CommandResult{Session: key, ID: newCommandID(), Line: cmd.Line, Started: time.Now()}
+	res = &CommandResult{Session: key, ID: newCommandID(), Line: cmd.Line, Started: time.Now()}
 	limit := m.cfg.MaxOutputBytes
 	out := &capBuffer{max: limit + maxFrameExtra, w: cmd.Stdout}
 	errb := &capBuffer{max: limit + maxFrameExtra, w: cmd.Stderr}

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/internal/telemetry"
 	"github.com/agentbox/agentbox/internal/termsafe"
 	"github.com/agentbox/agentbox/kernel"
 	"github.com/agentbox/agentbox/session"
@@ -55,7 +56,9 @@ func main() {
 	// SIGINT is left to the commands: exec turns it into an interrupt of the
 	// running code, repl into clearing the input line.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	flush := telemetry.Start(ctx, "agentbox", os.Stderr) // OTEL_* variables; off by default
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	flush()
 	stop()
 	os.Exit(code)
 }

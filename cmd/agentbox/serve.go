@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentbox/agentbox/artifacts"
 	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/internal/telemetry"
 	"github.com/agentbox/agentbox/server"
 	"github.com/agentbox/agentbox/session"
 )
@@ -78,7 +79,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
 	defer stop()
-	log := slog.New(slog.NewTextHandler(stderr, nil))
+	log := slog.New(telemetry.LogHandler(slog.NewTextHandler(stderr, nil)))
 
 	cfg, err := config.Load()
 	if err != nil {
@@ -95,7 +96,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "agentbox: serve: %s\n", oneLine(err))
 		return exitSandbox
 	}
-	m, err := session.NewManager(ctx, cfg, session.WithLogger(log))
+	reg := telemetry.NewRegistry() // this server's metrics, at /metrics
+	m, err := session.NewManager(ctx, cfg, session.WithLogger(log), session.WithMetrics(reg))
 	if err != nil {
 		return failure(ctx, stderr, err)
 	}
@@ -106,8 +108,15 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitSandbox
 	}
 	defer downloads.Close()
+	counted, err := telemetry.CountDownloads(reg, downloads)
+	if err != nil {
+		closeManager(ctx, m, stderr)
+		fmt.Fprintf(stderr, "agentbox: serve: %s\n", oneLine(err))
+		return exitSandbox
+	}
 
-	mounts := server.APIs(m, cfg, keys, tokens, downloads, log)
+	mounts := server.APIs(m, cfg, keys, tokens, counted, log)
+	mounts.Metrics = telemetry.MetricsHandler(reg)
 	// Run closes the Manager, leaving its sessions running.
 	if err := server.Run(ctx, cfg, m, mounts, server.Options{Keys: keys, Log: log}); err != nil {
 		fmt.Fprintf(stderr, "agentbox: serve: %s\n", oneLine(err))

@@ -26,6 +26,7 @@ import (
 	"syscall"
 
 	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/internal/telemetry"
 )
 
 // Exit codes, as sandbox-setup's.
@@ -37,7 +38,9 @@ const (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	flush := telemetry.Start(ctx, "artifact-server", os.Stderr) // OTEL_* variables; off by default
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	flush()
 	stop()
 	os.Exit(code)
 }

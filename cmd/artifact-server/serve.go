@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentbox/agentbox/artifacts"
 	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/internal/telemetry"
 )
 
 // Server timeouts. There is no write timeout: a large artifact on a slow
@@ -37,6 +38,15 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout, std
 		return exitProblem
 	}
 	defer h.Close()
+	reg := telemetry.NewRegistry()
+	downloads, err := telemetry.CountDownloads(reg, h)
+	if err != nil {
+		fmt.Fprintf(stderr, "artifact-server: %v\n", err)
+		return exitProblem
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", telemetry.MetricsHandler(reg))
+	mux.Handle("/", downloads)
 
 	ln, err := net.Listen("tcp", cfg.ArtifactServerAddr)
 	if err != nil {
@@ -44,7 +54,7 @@ func serve(ctx context.Context, cfg config.Config, log *slog.Logger, stdout, std
 		return exitProblem
 	}
 	srv := &http.Server{
-		Handler:           h,
+		Handler:           mux,
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		IdleTimeout:       idleTimeout,

@@ -24,6 +24,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/internal/telemetry"
 	"github.com/agentbox/agentbox/session"
 	"github.com/agentbox/agentbox/tools"
 )
@@ -31,7 +32,10 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr))
+	flush := telemetry.Start(ctx, "agentbox-chat", os.Stderr) // OTEL_* variables; off by default
+	code := run(ctx, os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr)
+	flush()
+	os.Exit(code)
 }
 
 // maxTurns bounds the agent loop: a model that keeps calling tools is

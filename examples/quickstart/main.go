@@ -29,6 +29,7 @@ import (
 	"github.com/agentbox/agentbox/datasets"
 	"github.com/agentbox/agentbox/internal/docker"
 	"github.com/agentbox/agentbox/internal/imagesetup"
+	"github.com/agentbox/agentbox/internal/telemetry"
 	"github.com/agentbox/agentbox/kernel"
 	"github.com/agentbox/agentbox/session"
 )
@@ -49,7 +50,10 @@ type measurement struct {
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx); err != nil {
+	flush := telemetry.Start(ctx, "agentbox-quickstart", os.Stderr) // OTEL_* variables; off by default
+	err := run(ctx)
+	flush()
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "quickstart: %v\n", err)
 		os.Exit(1)
 	}
