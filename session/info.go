@@ -15,8 +15,10 @@ import (
 // (StateRunning, StatePaused, StateStopped, StateLost), created, last used,
 // expiry, execution count, limits, metadata, memory use and image. It
 // neither creates nor resumes the session. ErrNotFound if the key never had
-// one (in this database).
-func (m *Manager) Info(ctx context.Context, key string) (Info, error) {
+// one (in this database). Reading the memory use costs the engine about a
+// second on some hosts (its stats call waits for a sample): pass
+// WithoutMemoryUse when the answer gates a call rather than describes.
+func (m *Manager) Info(ctx context.Context, key string, opts ...InfoOption) (Info, error) {
 	if err := m.begin(); err != nil {
 		return Info{}, err
 	}
@@ -24,10 +26,22 @@ func (m *Manager) Info(ctx context.Context, key string) (Info, error) {
 	if err := checkKey(key); err != nil {
 		return Info{}, err
 	}
-	return m.info(ctx, key)
+	var o infoOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return m.info(ctx, key, o)
 }
 
-func (m *Manager) info(ctx context.Context, key string) (Info, error) {
+// InfoOption changes what Info reads.
+type InfoOption func(*infoOptions)
+
+type infoOptions struct{ noMemory bool }
+
+// WithoutMemoryUse leaves Info.MemoryBytes 0 instead of asking the engine.
+func WithoutMemoryUse() InfoOption { return func(o *infoOptions) { o.noMemory = true } }
+
+func (m *Manager) info(ctx context.Context, key string, o infoOptions) (Info, error) {
 	id := ID(key)
 	c, cerr := m.drv.Inspect(ctx, m.containerName(id))
 	if cerr != nil && !errors.Is(cerr, ErrContainerNotFound) {
@@ -90,7 +104,7 @@ func (m *Manager) info(ctx context.Context, key string) (Info, error) {
 		in.LastUsed = e.lastUsed
 	}
 	m.mu.Unlock()
-	if mr, ok := m.drv.(memoryReader); ok && (in.State == StateRunning || in.State == StatePaused) {
+	if mr, ok := m.drv.(memoryReader); ok && !o.noMemory && (in.State == StateRunning || in.State == StatePaused) {
 		in.MemoryBytes, _ = mr.MemoryUsage(ctx, in.ContainerID)
 	}
 	return in, nil

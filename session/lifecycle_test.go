@@ -371,6 +371,12 @@ first('/sys/fs/cgroup/memory.max', '/sys/fs/cgroup/memory/memory.limit_in_bytes'
 	if _, err := other.Info(ctx, "never"); !errors.Is(err, session.ErrNotFound) {
 		t.Errorf("Info of no session: %v", err)
 	}
+	// The same answer without the engine's memory reading (what a server
+	// asks before each call), but for the memory.
+	in, err = other.Info(ctx, "big", session.WithoutMemoryUse())
+	if err != nil || in.State != session.StateRunning || in.Limits.MemoryMB != 1536 || in.Labels["owner"] != "alice" || in.MemoryBytes != 0 {
+		t.Errorf("Info without memory use: %+v, %v", in, err)
+	}
 }
 
 // TestExternalPauseIsNotALoss: a container frozen behind the Manager's back

@@ -92,7 +92,7 @@ func (m *Manager) Start(ctx context.Context, key string, opts ...StartOption) (_
 		return Info{}, err
 	}
 	release()
-	return m.info(ctx, key)
+	return m.info(ctx, key, infoOptions{})
 }
 
 // Inspect returns a summary of the kernel's namespace in the session of key

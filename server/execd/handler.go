@@ -210,7 +210,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Info neither creates nor resumes a session: every route below may
 	// call what would create one, so an unknown or stopped sandbox stops
 	// here.
-	c.info, err = h.m.Info(r.Context(), c.key)
+	// Without the memory reading, which costs the engine a second: /metrics
+	// asks for it again.
+	c.info, err = h.m.Info(r.Context(), c.key, session.WithoutMemoryUse())
 	if err == nil && (c.info.State == session.StateStopped || c.info.State == session.StateLost) {
 		err = errorf(http.StatusNotFound, codeSandboxNotFound, "sandbox %s is %s", id, c.info.State)
 	}
@@ -291,6 +293,11 @@ func (h *Handler) notSupported(c *call) error {
 // metrics reports the sandbox's limits and memory in use. agentbox does
 // not sample CPU use: cpu_used_pct is 0.
 func (h *Handler) metrics(c *call) error {
+	info, err := h.m.Info(c.r.Context(), c.key)
+	if err != nil {
+		return err
+	}
+	c.info = info
 	out := struct {
 		CPUCount    float64 `json:"cpu_count"`
 		CPUUsedPct  float64 `json:"cpu_used_pct"`

@@ -30,7 +30,7 @@ func (h *handler) deleteSession(w http.ResponseWriter, r *http.Request, c call) 
 
 // exists answers 404 itself when the session of c never existed.
 func (h *handler) exists(w http.ResponseWriter, r *http.Request, c call) bool {
-	_, err := h.m.Info(r.Context(), c.key)
+	_, err := h.m.Info(r.Context(), c.key, session.WithoutMemoryUse())
 	if errors.Is(err, session.ErrNotFound) {
 		writeJSONStatus(w, http.StatusNotFound, notFound(c))
 		return false

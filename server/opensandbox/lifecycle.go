@@ -60,7 +60,7 @@ func (h *handler) get(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	info, err := h.m.Info(r.Context(), key)
+	info, err := h.m.Info(r.Context(), key, session.WithoutMemoryUse())
 	if err != nil {
 		h.fail(w, r, id, err)
 		return
@@ -113,7 +113,7 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		// List leaves expiry, image and metadata out; Info has them.
-		info, err := h.m.Info(r.Context(), brief.Key)
+		info, err := h.m.Info(r.Context(), brief.Key, session.WithoutMemoryUse())
 		if errors.Is(err, session.ErrNotFound) {
 			continue // removed since List
 		}
@@ -265,7 +265,7 @@ func (h *handler) endpoint(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, codeInvalidParameter, "port "+strconv.Quote(truncate(r.PathValue("port"), 20))+": want an integer from 1 to 65535")
 		return
 	}
-	info, err := h.m.Info(r.Context(), key)
+	info, err := h.m.Info(r.Context(), key, session.WithoutMemoryUse())
 	if err != nil {
 		h.fail(w, r, id, err)
 		return
