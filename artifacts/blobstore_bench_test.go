@@ -38,11 +38,13 @@ func BenchmarkIngest(b *testing.B) {
 		b.Skip("needs sha256sum:", err)
 	}
 	const (
-		rounds    = 3
-		bigSize   = 256 << 20
 		smallN    = 1000
 		smallSize = 4 << 10
 	)
+	rounds, bigSize := 3, 256<<20
+	if testing.Short() { // make bench-short: does it still run, not how fast
+		rounds, bigSize = 1, 8<<20
+	}
 	dir := b.TempDir()
 	rng := rand.NewChaCha8([32]byte{1})
 	big := filepath.Join(dir, "big")

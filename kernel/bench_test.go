@@ -3,7 +3,6 @@ package kernel_test
 import (
 	"bufio"
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -28,6 +27,10 @@ type samples = dockertest.Samples
 func report(b *testing.B, name string, s, floor samples) {
 	dockertest.Report(b, name, "µs", s, floor)
 }
+
+// The benchmarks that start containers ignore b.N: each runs a fixed number
+// of rounds (dockertest.Rounds, fewer under -short) and reports medians,
+// p90s and ratios of its own. Run them with -benchtime 1x; make bench does.
 
 // BenchmarkRoundTrip measures, interleaved on one container so that the
 // machine's noise hits all alike: the echo floor, then `pass`, `x = x + 1` and
@@ -56,7 +59,8 @@ func BenchmarkRoundTrip(b *testing.B) {
 	exec("x = 0")
 	msg := []byte(`{"type":"execute","code":"pass"}` + "\n")
 	var floor, pass, incr, expr samples
-	for i := 0; i < b.N+20; i++ { // 20 warm-up rounds are dropped
+	warm := dockertest.Rounds(20, 1) // warm-up rounds, dropped
+	for i := 0; i < warm+dockertest.Rounds(200, 2); i++ {
 		start := time.Now()
 		if _, err := stream.Write(msg); err != nil {
 			b.Fatal(err)
@@ -66,7 +70,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 		}
 		f := time.Since(start)
 		p, x, e := exec("pass"), exec("x = x + 1"), exec("x")
-		if i >= 20 {
+		if i >= warm {
 			floor, pass, incr, expr = append(floor, f), append(pass, p), append(incr, x), append(expr, e)
 		}
 	}
@@ -126,9 +130,10 @@ func BenchmarkRoundTripRuntimes(b *testing.B) {
 		return d
 	}
 	var floor, floorG, passR, passG samples
-	for i := 0; i < b.N+20; i++ { // 20 warm-up rounds are dropped
+	warm := dockertest.Rounds(20, 1) // warm-up rounds, dropped
+	for i := 0; i < warm+dockertest.Rounds(200, 2); i++ {
 		f, fg, r, g := echo(runc), echo(runsc), pass(runc), pass(runsc)
-		if i >= 20 {
+		if i >= warm {
 			floor, floorG, passR, passG = append(floor, f), append(floorG, fg), append(passR, r), append(passG, g)
 		}
 	}
@@ -155,7 +160,7 @@ func BenchmarkOutput1MiB(b *testing.B) {
 	payload := []byte(strings.Repeat("x", 1<<20-1) + "\n")
 	code := "print('x' * (1024 * 1024 - 1))"
 	var floor, out samples
-	for i := 0; i < b.N+3; i++ {
+	for i := 0; i < 3+dockertest.Rounds(50, 1); i++ { // 3 warm-up rounds
 		start := time.Now()
 		go stream.Write(payload)
 		if _, err := echo.ReadBytes('\n'); err != nil {
@@ -174,5 +179,4 @@ func BenchmarkOutput1MiB(b *testing.B) {
 	}
 	report(b, "floor1MiB", floor, nil)
 	report(b, "out1MiB", out, floor)
-	_ = fmt.Sprint()
 }

@@ -23,7 +23,7 @@ func BenchmarkScan(b *testing.B) {
 		b.Fatal(err, res)
 	}
 	var plain, scan samples
-	for b.Loop() {
+	for range dockertest.Rounds(50, 1) {
 		s := time.Now()
 		if _, err := c.Execute(ctx, kernel.ExecRequest{Code: "pass"}, nil); err != nil {
 			b.Fatal(err)

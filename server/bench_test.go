@@ -122,7 +122,7 @@ func BenchmarkServeRoundTrip(b *testing.B) {
 		call(b, client, execd+"/command", cmd, hdr)
 	}
 	var libExec, httpExec, libCmd, httpCmd dockertest.Samples
-	for i := 0; i < 40; i++ {
+	for range dockertest.Rounds(40, 2) {
 		t := time.Now()
 		if _, err := s.m.Exec(ctx, key, "pass"); err != nil {
 			b.Fatal(err)
@@ -154,7 +154,7 @@ func BenchmarkServeRoundTrip(b *testing.B) {
 func BenchmarkServeConcurrentSessions(b *testing.B) {
 	dockertest.Engine(b)
 	s := serveForBench(b)
-	const n, per = 10, 30
+	n, per := 10, dockertest.Rounds(30, 2)
 	type box struct {
 		key, execd string
 		hdr        map[string]string

@@ -66,7 +66,7 @@ func BenchmarkColdStart(b *testing.B) {
 	m := newManager(b, nil)
 	ctx := context.Background()
 	var floor, cold samples
-	for i := 0; i < 10; i++ {
+	for i := range dockertest.Rounds(10, 1) {
 		floor = append(floor, coldFloor(b))
 		key := fmt.Sprintf("cold-%d", i)
 		start := time.Now()
@@ -105,7 +105,7 @@ func BenchmarkColdStartRuntimes(b *testing.B) {
 		return d
 	}
 	var floor, floorG, coldR, coldG samples
-	for i := 0; i < 8; i++ {
+	for i := range dockertest.Rounds(8, 1) {
 		key := fmt.Sprintf("cold-%d", i)
 		floor = append(floor, coldFloorOn(b, ""))
 		floorG = append(floorG, coldFloorOn(b, "runsc"))
@@ -126,7 +126,7 @@ func BenchmarkWarmAcquire(b *testing.B) {
 	m := managerFor(b, cfg, namespace())
 	ctx := context.Background()
 	var warm, cold samples
-	for i := 0; i < 10; i++ {
+	for i := range dockertest.Rounds(10, 1) {
 		for deadline := time.Now().Add(time.Minute); m.PoolReady() < 1; {
 			if time.Now().After(deadline) {
 				b.Fatal("pool never refilled")
@@ -145,7 +145,7 @@ func BenchmarkWarmAcquire(b *testing.B) {
 	}
 	// Cold starts in the same run, the pool being empty right after a take.
 	mc := newManager(b, nil)
-	for i := 0; i < 5; i++ {
+	for i := range dockertest.Rounds(5, 1) {
 		key := fmt.Sprintf("cold-%d", i)
 		start := time.Now()
 		if _, err := mc.Exec(ctx, key, "pass"); err != nil {
@@ -170,7 +170,8 @@ func BenchmarkExecRoundTrip(b *testing.B) {
 	}
 	c := dockertest.Dial(b, info.ContainerID)
 	var direct, viaManager samples
-	for i := 0; i < 220; i++ {
+	warm := dockertest.Rounds(20, 1) // warm-up rounds, dropped
+	for i := 0; i < warm+dockertest.Rounds(200, 2); i++ {
 		start := time.Now()
 		if _, err := c.Execute(ctx, kernel.ExecRequest{Code: "pass"}, nil); err != nil {
 			b.Fatal(err)
@@ -180,7 +181,7 @@ func BenchmarkExecRoundTrip(b *testing.B) {
 		if _, err := m.Exec(ctx, "rt", "pass"); err != nil {
 			b.Fatal(err)
 		}
-		if i >= 20 {
+		if i >= warm {
 			direct, viaManager = append(direct, d), append(viaManager, time.Since(start))
 		}
 	}
@@ -212,10 +213,10 @@ func BenchmarkIdleMemory(b *testing.B) {
 }
 
 // BenchmarkFiftySessions creates 50 sessions at once, each computing
-// sum(range(10**6)): total time and errors (goal: none).
+// sum(range(10**6)): total time and errors (goal: none). Under -short, 5.
 func BenchmarkFiftySessions(b *testing.B) {
 	m := newManager(b, nil)
-	const n = 50
+	n := dockertest.Rounds(50, 5)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var errs []error
@@ -264,10 +265,11 @@ func BenchmarkIngest(b *testing.B) {
 		name                string
 		files, size, rounds int
 	}{
-		{"big", 1, 256 << 20, 3},
+		// Under -short (does it still run?), one round of a smaller file.
+		{"big", 1, dockertest.Rounds(256<<20, 8<<20), dockertest.Rounds(3, 1)},
 		// More rounds: a few tens of milliseconds each, and sha256sum's own
 		// time varies by half from one to the next on this machine.
-		{"small", 1000, 4 << 10, 7},
+		{"small", 1000, 4 << 10, dockertest.Rounds(7, 1)},
 	}
 	cfg := testConfig(b, func(c *config.Config) {
 		c.TmpfsSizeMB = 1024
@@ -353,7 +355,7 @@ func BenchmarkDatasetStage(b *testing.B) {
 		ID      int64  `parquet:"id"`
 		Payload string `parquet:"payload"`
 	}
-	rows := make([]row, 0, 1<<20)
+	rows := make([]row, 0, dockertest.Rounds(1<<20, 1<<14)) // about 100 MiB; under -short 1.6
 	buf := make([]byte, 48)
 	for i := 0; len(rows) < cap(rows); i++ {
 		rand.Read(buf)
@@ -382,7 +384,7 @@ func BenchmarkDatasetStage(b *testing.B) {
 	})
 	ctx := context.Background()
 	var floor, fetch, hit samples
-	for i := 0; i < 3; i++ {
+	for i := range dockertest.Rounds(3, 1) {
 		key := fmt.Sprintf("stage-%d", i)
 		info, err := m.Start(ctx, key)
 		if err != nil {

@@ -93,14 +93,22 @@ type benchFile struct {
 	size int64
 }
 
-var fileSizes = []struct {
+// fileSizes are the sizes measured; under -short (does it still run?) the
+// large one is 8 MiB.
+func fileSizes() []struct {
 	name string
 	size int64
 	runs int
-}{
-	{"1KiB", 1 << 10, 30},
-	{"1MiB", 1 << 20, 20},
-	{"500MiB", 500 << 20, 3},
+} {
+	return []struct {
+		name string
+		size int64
+		runs int
+	}{
+		{"1KiB", 1 << 10, 30},
+		{"1MiB", 1 << 20, 20},
+		{"500MiB", int64(dockertest.Rounds(500<<20, 8<<20)), 3},
+	}
 }
 
 // BenchmarkFileWrite writes one file of 1 KiB, 1 MiB and 500 MiB into a
@@ -112,10 +120,10 @@ func BenchmarkFileWrite(b *testing.B) {
 	if _, err := m.Start(ctx, "w"); err != nil {
 		b.Fatal(err)
 	}
-	for _, sz := range fileSizes {
+	for _, sz := range fileSizes() {
 		b.Run(sz.name, func(b *testing.B) {
 			var api, floor samples
-			for i := 0; i < sz.runs+1; i++ {
+			for i := range dockertest.Rounds(sz.runs, 1) + 1 {
 				start := time.Now()
 				if err := cli.CopyTo(ctx, floorID, "/var/tmp", tarOf([]benchFile{{"f", sz.size}})); err != nil {
 					b.Fatal(err)
@@ -143,7 +151,7 @@ func BenchmarkFileRead(b *testing.B) {
 	m := filesManager(b)
 	cli, floorID := floorContainer(b)
 	ctx := context.Background()
-	for _, sz := range fileSizes {
+	for _, sz := range fileSizes() {
 		b.Run(sz.name, func(b *testing.B) {
 			if err := cli.CopyTo(ctx, floorID, "/var/tmp", tarOf([]benchFile{{"f", sz.size}})); err != nil {
 				b.Fatal(err)
@@ -152,7 +160,7 @@ func BenchmarkFileRead(b *testing.B) {
 				b.Fatal(err)
 			}
 			var api, floor samples
-			for i := 0; i < sz.runs+1; i++ {
+			for i := range dockertest.Rounds(sz.runs, 1) + 1 {
 				start := time.Now()
 				rc, err := cli.CopyFrom(ctx, floorID, "/var/tmp/f")
 				if err != nil {
@@ -199,7 +207,7 @@ func BenchmarkFileWriteMany(b *testing.B) {
 		files = append(files, benchFile{fmt.Sprintf("d%02d/f%03d.txt", i%20, i), int64(1<<10 + (i*997)%(15<<10))})
 	}
 	var api, floor samples
-	for i := 0; i < 11; i++ {
+	for i := range dockertest.Rounds(10, 1) + 1 { // the first warms both paths up
 		start := time.Now()
 		if err := cli.CopyTo(ctx, floorID, "/var/tmp", tarOf(files)); err != nil {
 			b.Fatal(err)

@@ -37,14 +37,15 @@ func BenchmarkIntentCost(b *testing.B) {
 		b.Fatal(err)
 	}
 	var with, without dockertest.Samples
-	for i := 0; i < 320; i++ {
+	warm := dockertest.Rounds(20, 1) // warm-up rounds, dropped
+	for i := range warm + dockertest.Rounds(300, 2) {
 		for _, skip := range []bool{false, true} {
 			m.noIntents = skip
 			start := time.Now()
 			if _, err := m.Exec(ctx, "k", "pass"); err != nil {
 				b.Fatal(err)
 			}
-			if i >= 20 {
+			if i >= warm {
 				if skip {
 					without = append(without, time.Since(start))
 				} else {

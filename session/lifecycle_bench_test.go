@@ -27,7 +27,7 @@ func BenchmarkPauseResume(b *testing.B) {
 		}
 		*s = append(*s, time.Since(start))
 	}
-	for i := 0; i < 30; i++ {
+	for range dockertest.Rounds(30, 2) {
 		timed(&pauseFloor, func() error { return cli.PauseContainer(ctx, bare) })
 		timed(&resumeFloor, func() error { return cli.UnpauseContainer(ctx, bare) })
 		timed(&pause, func() error { return m.Pause(ctx, "k") })

@@ -25,7 +25,8 @@ func BenchmarkShellRoundTrip(b *testing.B) {
 	}
 	cli := dockertest.Engine(b)
 	var api, cliFloor, run samples
-	for i := 0; i < 60; i++ {
+	warm := dockertest.Rounds(10, 1) // warm-up rounds, dropped
+	for i := 0; i < warm+dockertest.Rounds(50, 2); i++ {
 		start := time.Now()
 		s, err := cli.Exec(ctx, info.ContainerID, "1000", []string{"true"})
 		if err != nil {
@@ -48,7 +49,7 @@ func BenchmarkShellRoundTrip(b *testing.B) {
 			b.Fatal(res, err)
 		}
 		r := time.Since(start)
-		if i >= 10 {
+		if i >= warm {
 			api, cliFloor, run = append(api, a), append(cliFloor, c), append(run, r)
 		}
 	}

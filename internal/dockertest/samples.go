@@ -31,3 +31,15 @@ func Report(b *testing.B, name, unit string, s, floor Samples) {
 		b.ReportMetric(float64(s.Pct(0.5))/float64(floor.Pct(0.5)), name+"/floor")
 	}
 }
+
+// Rounds is how many rounds a benchmark that starts containers runs. Such
+// benchmarks ignore b.N (run them with -benchtime 1x) and report their own
+// figures (Report) over a fixed number of rounds: full normally, short
+// under -short, which is make bench-short's pass in CI: it checks that each
+// benchmark still runs and reports its metrics, not how fast.
+func Rounds(full, short int) int {
+	if testing.Short() {
+		return short
+	}
+	return full
+}
