@@ -154,7 +154,7 @@ func BenchmarkServeRoundTrip(b *testing.B) {
 func BenchmarkServeConcurrentSessions(b *testing.B) {
 	dockertest.Engine(b)
 	s := serveForBench(b)
-	n, per := 10, dockertest.Rounds(30, 2)
+	n, per := dockertest.Rounds(10, 3), dockertest.Rounds(30, 2) // under -short (does it run?), 3 sandboxes
 	type box struct {
 		key, execd string
 		hdr        map[string]string
