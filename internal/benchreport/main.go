@@ -123,17 +123,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, test runn
 		for _, f := range res.Failed {
 			problems = append(problems, "failed: "+f)
 		}
-		for _, s := range res.Skipped {
-			problems = append(problems, "skipped: "+s)
-		}
 		problems = append(problems, missing...)
-		if len(problems) > 0 && (runErr != nil || len(res.Failed) > 0 || len(missing) > 0) {
+		var skips []string
+		for _, s := range res.Skipped {
+			skips = append(skips, "skipped: "+s)
+		}
+		if len(problems) > 0 {
 			bad = append(bad, t.Name)
-			fmt.Fprintf(stderr, "benchreport: warning: table %s (%s) left as it was:\n  %s\n", t.Name, took, strings.Join(problems, "\n  "))
+			fmt.Fprintf(stderr, "benchreport: warning: table %s (%s) left as it was:\n  %s\n", t.Name, took, strings.Join(append(problems, skips...), "\n  "))
 			continue
 		}
-		for _, p := range problems { // skips of optional rows only
-			fmt.Fprintf(stderr, "benchreport: note: table %s: %s\n", t.Name, p)
+		for _, s := range skips { // a skip that cost no figure: an optional row's
+			fmt.Fprintf(stderr, "benchreport: note: table %s: %s\n", t.Name, s)
 		}
 		fmt.Fprintf(stderr, "benchreport: table %s measured in %s\n", t.Name, took)
 		if *short {
