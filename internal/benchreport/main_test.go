@@ -483,3 +483,12 @@ func TestRunChecksMarkersFirst(t *testing.T) {
 		t.Errorf("exit %d (want 2), stderr:\n%s", code, stderr)
 	}
 }
+
+func TestFooter(t *testing.T) {
+	got := footer(testTable, "2026-11-24", "Test CPU, 2 cores, Docker 1.0", []string{"from nothing"})
+	want := "<sub>`go test -p 1 -run '^$' -bench '^BenchmarkRoundTrip$' -benchtime 1x -timeout 30m ./kernel`, 2026-11-24, Test CPU, 2 cores, Docker 1.0." +
+		` Row "from nothing" is from an earlier run (it runs with BUILD_IT=1).</sub>`
+	if got != want {
+		t.Errorf("footer\n%s\nwant\n%s", got, want)
+	}
+}
