@@ -194,5 +194,5 @@ func BenchmarkServeConcurrentSessions(b *testing.B) {
 	b.ReportMetric((lib+lib2)/2, "library-req/s")
 	b.ReportMetric((srv+srv2)/2, "served-req/s")
 	b.ReportMetric((srv+srv2)/(lib+lib2), "served/library")
-	b.Logf("10 sessions, %d calls each, twice: library %.0f and %.0f req/s, served %.0f and %.0f req/s", per, lib, lib2, srv, srv2)
+	b.Logf("%d sessions, %d calls each, twice: library %.0f and %.0f req/s, served %.0f and %.0f req/s", n, per, lib, lib2, srv, srv2)
 }

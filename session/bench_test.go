@@ -380,7 +380,7 @@ func BenchmarkDatasetStage(b *testing.B) {
 	}
 	defer closer.Close()
 	w := d.(interface {
-		WriteFile(ctx context.Context, id, path string, r io.Reader) error
+		WriteFile(ctx context.Context, id, user, path string, r io.Reader) error
 	})
 	ctx := context.Background()
 	var floor, fetch, hit samples
@@ -391,7 +391,8 @@ func BenchmarkDatasetStage(b *testing.B) {
 			b.Fatal(err)
 		}
 		start := time.Now()
-		if err := w.WriteFile(ctx, info.ContainerID, "/session/floor.bin", bytes.NewReader(payload)); err != nil {
+		// As the sandbox user, the way staging writes (config.Default().User).
+		if err := w.WriteFile(ctx, info.ContainerID, config.Default().User, "/session/floor.bin", bytes.NewReader(payload)); err != nil {
 			b.Fatal(err)
 		}
 		floor = append(floor, time.Since(start))
