@@ -51,6 +51,9 @@ func group(n int64) string {
 // Dur formats d in the largest unit under which it reads below 1 000:
 // 372 µs, 16.7 ms, 1.34 s, and from a minute on "2 min 41 s".
 func Dur(d time.Duration) string {
+	if d < 0 { // a difference of two timings can be
+		return "-" + Dur(-d)
+	}
 	us := float64(d) / float64(time.Microsecond)
 	ms := float64(d) / float64(time.Millisecond)
 	switch {

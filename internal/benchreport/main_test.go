@@ -141,6 +141,8 @@ func TestFormat(t *testing.T) {
 		{MiB(25.3), "25.3 MiB"},
 		{MiB(104.9), "105 MiB"},
 		{Dur(0), "0 µs"},
+		{Ms(-9.108), "-9.11 ms"},
+		{Us(-5), "-5 µs"},
 	} {
 		if tt.got != tt.want {
 			t.Errorf("got %q, want %q", tt.got, tt.want)
@@ -490,5 +492,49 @@ func TestFooter(t *testing.T) {
 		` Row "from nothing" is from an earlier run (it runs with BUILD_IT=1).</sub>`
 	if got != want {
 		t.Errorf("footer\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestParseRealShortPass parses the output of a real make bench-short (every
+// table's go test, one after the other, on this project's 2-core VM), in
+// which BenchmarkDatasetStage panicked: every table renders from it but the
+// one that needs that benchmark, which names what it misses.
+func TestParseRealShortPass(t *testing.T) {
+	f, err := os.Open("testdata/short.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	out, err := Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(out.Results); got != 29 {
+		t.Errorf("%d results, want 29 (30 benchmarks, one panicked)", got)
+	}
+	if r := out.Results["kernel.RoundTrip"]; r.N != 1 || r.Metrics["ns/op"] != 1359511852 {
+		t.Errorf("kernel.RoundTrip = %+v", r)
+	}
+	if v := out.Results["artifacts.Download/256MiB"].Metrics["MB/s"]; v != 2062.70 {
+		t.Errorf("artifacts.Download/256MiB MB/s = %v, want 2062.70", v)
+	}
+	for _, tb := range Tables() {
+		md, missing, _ := tb.Render(out, "")
+		if tb.Name == "artifacts" {
+			want := []string{
+				`"stage a Parquet dataset of about 100 MiB from an API source vs copying it in through the engine": session.DatasetStage (no result)`,
+				`"stage it into a second session from the cache (no fetch)": session.DatasetStage (no result)`,
+			}
+			if !slices.Equal(missing, want) {
+				t.Errorf("table artifacts: missing %q, want %q", missing, want)
+			}
+			continue
+		}
+		if len(missing) > 0 {
+			t.Errorf("table %s: missing %q", tb.Name, missing)
+		}
+		if strings.Contains(md, "NaN") || strings.Contains(md, "Inf") {
+			t.Errorf("table %s:\n%s", tb.Name, md)
+		}
 	}
 }
