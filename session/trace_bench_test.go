@@ -25,7 +25,7 @@ func (dropProcessor) ForceFlush(context.Context) error                { return n
 type discardExporter struct{}
 
 func (discardExporter) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
-func (discardExporter) Shutdown(context.Context) error                            { return nil }
+func (discardExporter) Shutdown(context.Context) error                             { return nil }
 
 // BenchmarkTracingOverhead measures `pass` through the Manager with no
 // tracer provider (none given, no global one: the library's default), with
