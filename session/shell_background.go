@@ -188,7 +188,8 @@ func (m *Manager) StartCommand(ctx context.Context, key string, cmd Command) (_ 
 				res.Truncated[h.name] = h.cut
 			}
 		}
-		m.recordCommand(context.WithoutCancel(m.bg), e, count, res)
+		// With the command's own span: its trace is the caller's.
+		m.recordCommand(trace.ContextWithSpan(context.WithoutCancel(m.bg), cspan), e, count, res)
 		b.mu.Lock()
 		b.result = res
 		b.mu.Unlock()
