@@ -32,8 +32,13 @@ image: build host-deps
 demo: image
 	$(GO) run ./examples/quickstart
 
+# -p 4 -parallel 6: most engine tests wait on containers and sleeps, not
+# the CPU, so more packages and tests at once than the default (GOMAXPROCS,
+# 2 here) shorten the run: `make test` with the image built went from about
+# 6.5 to 5.0 minutes on a quiet 2-core machine (the session package: 161 s
+# instead of about 250 s).
 test: image vet
-	$(GO) test -race -count=1 -timeout 15m ./...
+	$(GO) test -race -count=1 -p 4 -parallel 6 -timeout 15m ./...
 
 # The kernel's tests and the session fault and security suites again, every
 # sandbox under gVisor (needs runsc registered with the engine:

@@ -172,7 +172,7 @@ func (m *Manager) execute(ctx context.Context, e *entry, code string, o execOpti
 	ictx, ispan := m.startSpan(ctx, SpanIngest, key)
 	m.ingest(ictx, e, res, kr.Files, kr.More)
 	m.endIngest(ispan, res)
-	m.finish(ctx, e, code, started, res)
+	m.finish(ctx, e, code, started, res, traceIDOf(ctx))
 	return res, nil
 }
 
@@ -308,10 +308,11 @@ func (m *Manager) fromHistory(key string, rec store.Execution) *Result {
 	return res
 }
 
-// finish records a finished execution: the history row, the session's last
-// use and, in BIND mode, the debugging files. A failure here loses no result,
-// so it is logged, not returned.
-func (m *Manager) finish(ctx context.Context, e *entry, code string, started time.Time, res *Result) {
+// finish records a finished execution: the history row (with traceID, the
+// trace it ran in, "" for none), the session's last use and, in BIND mode,
+// the debugging files. A failure here loses no result, so it is logged, not
+// returned.
+func (m *Manager) finish(ctx context.Context, e *entry, code string, started time.Time, res *Result, traceID string) {
 	ctx = context.WithoutCancel(ctx)
 	now := time.Now()
 	m.touch(e, now)
@@ -341,6 +342,7 @@ func (m *Manager) finish(ctx context.Context, e *entry, code string, started tim
 		KernelRestarted: res.KernelRestarted,
 		StateLost:       res.StateLost,
 		Artifacts:       arts,
+		TraceID:         traceID,
 	}
 	// Also records the session's last use and execution count.
 	if err := m.store.RecordExecution(ctx, rec); err != nil {
@@ -352,7 +354,7 @@ func (m *Manager) finish(ctx context.Context, e *entry, code string, started tim
 		m.log.WarnContext(ctx, "record execution", "session_key", e.key, "session_id", e.id, "exec_id", res.ID, "err", err)
 	}
 	if m.cfg.SessionStorage == config.StorageBind {
-		m.writeFiles(ctx, e, code, started, res)
+		m.writeFiles(ctx, e, code, started, res, traceID)
 	}
 }
 

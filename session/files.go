@@ -39,6 +39,9 @@ type LogEntry struct {
 	// for Python.
 	Kind     string `json:"kind,omitempty"`
 	ExitCode *int   `json:"exit_code,omitempty"` // a shell command's
+	// TraceID is the W3C trace id the execution ran in, when one was
+	// sampled.
+	TraceID string `json:"trace_id,omitempty"`
 }
 
 // maxLogImage is the most base64 text of one image a session.log line
@@ -82,7 +85,7 @@ func (m *Manager) dir(e *entry) string { return filepath.Join(m.cfg.SessionsRoot
 
 // writeFiles appends to session.log and rewrites the metadata and the
 // namespace summary after an execution.
-func (m *Manager) writeFiles(ctx context.Context, e *entry, code string, started time.Time, res *Result) {
+func (m *Manager) writeFiles(ctx context.Context, e *entry, code string, started time.Time, res *Result, traceID string) {
 	line, err := json.Marshal(LogEntry{
 		Time:           started.UTC(),
 		ID:             res.ID,
@@ -96,6 +99,7 @@ func (m *Manager) writeFiles(ctx context.Context, e *entry, code string, started
 		Artifacts:      res.Artifacts,
 		TimedOut:       res.TimedOut,
 		StateLost:      res.StateLost,
+		TraceID:        traceID,
 	})
 	if err == nil {
 		err = appendRecord(m.dir(e), LogFile, line)

@@ -28,18 +28,20 @@ func (m *Manager) Info(ctx context.Context, key string, opts ...InfoOption) (Inf
 	}
 	var o infoOptions
 	for _, opt := range opts {
-		opt(&o)
+		if opt.apply != nil {
+			opt.apply(&o)
+		}
 	}
 	return m.info(ctx, key, o)
 }
 
 // InfoOption changes what Info reads.
-type InfoOption func(*infoOptions)
+type InfoOption struct{ apply func(*infoOptions) }
 
 type infoOptions struct{ noMemory bool }
 
 // WithoutMemoryUse leaves Info.MemoryBytes 0 instead of asking the engine.
-func WithoutMemoryUse() InfoOption { return func(o *infoOptions) { o.noMemory = true } }
+func WithoutMemoryUse() InfoOption { return InfoOption{func(o *infoOptions) { o.noMemory = true }} }
 
 func (m *Manager) info(ctx context.Context, key string, o infoOptions) (Info, error) {
 	id := ID(key)

@@ -131,7 +131,9 @@ func (m *Manager) recoverOne(ctx context.Context, e *entry, in store.Intent, fin
 	res := fromKernel(e.key, kr)
 	if finish {
 		m.ingest(ctx, e, res, kr.Files, kr.More)
-		m.finish(ctx, e, in.Code, in.Started, res)
+		// No trace id: the trace it ran in is the dead manager's, which
+		// the intent does not keep, not the one of the call recovering it.
+		m.finish(ctx, e, in.Code, in.Started, res, "")
 	}
 	res.Replayed = true
 	return res, nil

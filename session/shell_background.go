@@ -157,7 +157,7 @@ func (m *Manager) StartCommand(ctx context.Context, key string, cmd Command) (_ 
 		}()
 		out := &headTail{head: limit - limit/2, tail: limit / 2, name: "stdout"}
 		errs := &headTail{head: limit - limit/2, tail: limit / 2, name: "stderr"}
-		o, err := m.supervise(bctx, containerID, cmd, cmd.Timeout, 0, func(kind byte, p []byte) {
+		_, err := m.supervise(bctx, containerID, cmd, cmd.Timeout, 0, func(kind byte, p []byte) {
 			stream := "stdout"
 			if kind == 'o' {
 				out.write(p)
@@ -168,32 +168,39 @@ func (m *Manager) StartCommand(ctx context.Context, key string, cmd Command) (_ 
 			b.mu.Lock()
 			b.log.write(stream, p)
 			b.mu.Unlock()
+		}, func(o *outcome) {
+			// With the command's own span: its trace is the caller's.
+			m.finishCommand(trace.ContextWithSpan(context.WithoutCancel(m.bg), cspan), b, e, count, cmd, o, out, errs)
 		})
 		if err != nil {
 			b.mu.Lock()
 			b.err = &Error{Op: "background command " + b.id, Key: key, ContainerID: containerID, Err: err}
 			b.mu.Unlock()
-			return
 		}
-		res := &CommandResult{Session: key, ID: b.id, Line: cmd.Line, Started: b.started}
-		res.fill(o, out.String(), errs.String())
-		// Everything streamed (no cap in the container): the cuts are
-		// this side's.
-		res.Truncated = nil
-		for _, h := range []*headTail{out, errs} {
-			if h.cut > 0 {
-				if res.Truncated == nil {
-					res.Truncated = map[string]int64{}
-				}
-				res.Truncated[h.name] = h.cut
-			}
-		}
-		m.recordCommand(context.WithoutCancel(m.bg), e, count, res)
-		b.mu.Lock()
-		b.result = res
-		b.mu.Unlock()
 	}()
 	return b.id, nil
+}
+
+// finishCommand records background command b's outcome and keeps it for
+// CommandStatus.
+func (m *Manager) finishCommand(ctx context.Context, b *background, e *entry, count int, cmd Command, o *outcome, out, errs *headTail) {
+	res := &CommandResult{Session: b.key, ID: b.id, Line: cmd.Line, Started: b.started}
+	res.fill(o, out.String(), errs.String())
+	// Everything streamed (no cap in the container): the cuts are
+	// this side's.
+	res.Truncated = nil
+	for _, h := range []*headTail{out, errs} {
+		if h.cut > 0 {
+			if res.Truncated == nil {
+				res.Truncated = map[string]int64{}
+			}
+			res.Truncated[h.name] = h.cut
+		}
+	}
+	m.recordCommand(ctx, e, count, res)
+	b.mu.Lock()
+	b.result = res
+	b.mu.Unlock()
 }
 
 // lookupCommand returns the key's background command id.

@@ -8,11 +8,13 @@ import (
 	"github.com/agentbox/agentbox/internal/store"
 )
 
-// recordCommand adds a finished command to the history and, in BIND mode,
-// to session.log. A failure loses no result, so it becomes a warning.
+// recordCommand adds a finished command to the history, with the trace id
+// of the span in ctx, and, in BIND mode, to session.log. A failure loses no
+// result, so it becomes a warning.
 func (m *Manager) recordCommand(ctx context.Context, e *entry, count int, res *CommandResult) {
 	ctx = context.WithoutCancel(ctx)
 	code := res.ExitCode
+	traceID := traceIDOf(ctx)
 	rec := &store.Execution{
 		Namespace:      m.ns,
 		SessionID:      e.id,
@@ -27,6 +29,7 @@ func (m *Manager) recordCommand(ctx context.Context, e *entry, count int, res *C
 		TimedOut:       res.TimedOut,
 		Interrupted:    res.Interrupted,
 		ExitCode:       &code,
+		TraceID:        traceID,
 	}
 	if err := m.store.RecordCommand(ctx, rec); err != nil {
 		res.Warnings = append(res.Warnings, "the history did not record this command ("+storageTrouble(err, m.cfg.ArtifactsDB)+")")
@@ -48,6 +51,7 @@ func (m *Manager) recordCommand(ctx context.Context, e *entry, count int, res *C
 		TimedOut:       res.TimedOut,
 		Kind:           store.KindShell,
 		ExitCode:       &code,
+		TraceID:        traceID,
 	})
 	if err == nil {
 		err = appendRecord(m.dir(e), LogFile, line)

@@ -65,18 +65,19 @@ func (m *Manager) Run(ctx context.Context, key string, cmd Command) (res *Comman
 	out := &capBuffer{max: limit + maxFrameExtra, w: cmd.Stdout}
 	errb := &capBuffer{max: limit + maxFrameExtra, w: cmd.Stderr}
 	timeout := cmp.Or(cmd.Timeout, m.cfg.ExecTimeout)
-	o, err := m.supervise(ctx, containerID, cmd, timeout, limit, func(kind byte, p []byte) {
+	_, err = m.supervise(ctx, containerID, cmd, timeout, limit, func(kind byte, p []byte) {
 		if kind == 'o' {
 			out.Write(p)
 		} else {
 			errb.Write(p)
 		}
+	}, func(o *outcome) {
+		res.fill(o, out.String(), errb.String())
+		m.recordCommand(ctx, e, count, res)
 	})
 	if err != nil {
 		return nil, &Error{Op: "run", Key: key, ContainerID: containerID, Err: err}
 	}
-	res.fill(o, out.String(), errb.String())
-	m.recordCommand(ctx, e, count, res)
 	return res, nil
 }
 
@@ -120,12 +121,15 @@ func (m *Manager) commandSession(ctx context.Context, key string) (*entry, strin
 }
 
 // supervise runs cmd under the supervisor in container id, passing each
-// output frame to emit, and returns the supervisor's outcome: a command
+// output frame to emit, and returns the supervisor's outcome, given first
+// to done (if not nil) while the supervisor still waits (see
+// shellSupervisor: a sweep that counts supervisors then sees the session
+// busy until done has recorded the command): a command
 // that could not start is a *CommandError. timeout 0 is none. maxOut caps
 // each stream in the container (0: everything streams). When ctx ends the supervisor is told
 // to kill the command, and its outcome (flagged interrupted) is still
 // awaited, for the grace period and a margin.
-func (m *Manager) supervise(ctx context.Context, id string, cmd Command, timeout time.Duration, maxOut int, emit func(kind byte, p []byte)) (*outcome, error) {
+func (m *Manager) supervise(ctx context.Context, id string, cmd Command, timeout time.Duration, maxOut int, emit func(kind byte, p []byte), done func(*outcome)) (*outcome, error) {
 	cs, ok := m.drv.(commandStreamer)
 	if !ok {
 		return nil, fmt.Errorf("the driver cannot run commands in a container: %w", errors.ErrUnsupported)
@@ -224,6 +228,9 @@ func (m *Manager) supervise(ctx context.Context, id string, cmd Command, timeout
 			}
 			if o.ExitCode == nil {
 				return nil, errors.New("the command's supervisor: outcome without an exit code")
+			}
+			if done != nil {
+				done(&o)
 			}
 			return &o, nil
 		default:

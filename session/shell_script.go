@@ -27,11 +27,13 @@ package session
 // byte or the end of input (the host gave up or was cancelled) kills the
 // command. Out: frames of a one-byte kind, a 4-byte big-endian length and
 // the payload: "o" stdout bytes, "e" stderr bytes, "x" the JSON outcome,
-// always last. Output beyond max_output per stream (when not 0) keeps its
+// always last; after it the supervisor waits (30 s at most) for the host
+// to close its input, so that it is still there to be counted (see
+// commandProbe) until the host has recorded the outcome. Output beyond max_output per stream (when not 0) keeps its
 // head (streamed at once) and tail (sent at the end after a note), like an
 // execution's.
 const shellSupervisor = `# agentbox-shell-supervisor (commandProbe looks for this line)
-import ctypes, errno, json, os, selectors, signal, struct, sys, threading, time
+import ctypes, errno, json, os, select, selectors, signal, struct, sys, threading, time
 
 PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_CHILD_SUBREAPER = 4, 24, 36
 MAX_SPEC = 4 << 20
@@ -353,6 +355,21 @@ def main():
     else:
         outcome["exit_code"] = os.WEXITSTATUS(status)
     emit(b"x", json.dumps(outcome).encode())
+    # Stay (every process of the command is gone) until the host has
+    # recorded the outcome and closes the stream: until then another
+    # manager's sweep, which counts supervisors, sees the session busy.
+    if host:
+        try:
+            sel.unregister(0)
+        except (KeyError, ValueError):
+            pass
+        try:
+            os.set_blocking(0, True)
+            r, _, _ = select.select([0], [], [], 30)
+            if r:
+                os.read(0, 1)
+        except OSError:
+            pass
 
 main()
 `

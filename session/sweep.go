@@ -137,6 +137,15 @@ func (m *Manager) evictIfIdle(ctx context.Context, id string, c Container, row s
 	} else if n > 0 {
 		return
 	}
+	// row was read before the probe: a command that ended since was
+	// recorded before its supervisor left (see shellSupervisor), so a
+	// fresh read sees its use.
+	if fresh, err := m.store.Session(ctx, m.ns, id); err == nil && fresh.ContainerID == c.ID && fresh.LastUsed.After(last) {
+		last = fresh.LastUsed
+		if time.Since(last) <= timeout {
+			return
+		}
+	}
 	if e != nil {
 		select {
 		case e.turn <- struct{}{}: // not in use: hold it while evicting

@@ -125,6 +125,18 @@ func endSpan(span trace.Span, err error) {
 	span.End()
 }
 
+// traceIDOf is the W3C trace id of the span active in ctx, for the
+// history: "" unless that span is valid and sampled, since only a sampled
+// trace reaches a backend a person could jump to. The Manager's own span
+// (a child of the caller's) carries the caller's trace id.
+func traceIDOf(ctx context.Context) string {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() || !sc.IsSampled() {
+		return ""
+	}
+	return sc.TraceID().String()
+}
+
 // toolAttrs are the GenAI attributes of a tool call with id ("": none yet).
 func toolAttrs(id string) []attribute.KeyValue {
 	a := []attribute.KeyValue{semconv.GenAIOperationNameExecuteTool}

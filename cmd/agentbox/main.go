@@ -56,16 +56,23 @@ func main() {
 	// SIGINT is left to the commands: exec turns it into an interrupt of the
 	// running code, repl into clearing the input line.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
-	flush := telemetry.Start(ctx, "agentbox", os.Stderr) // OTEL_* variables; off by default
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	flush()
 	stop()
 	os.Exit(code)
 }
 
 // run is the whole program with its inputs and outputs passed in, so tests
-// can call it in-process; it returns the exit status.
+// can call it in-process; it returns the exit status. Tracing is set up here
+// by the OTEL_* variables (off by default), and the spans still buffered
+// are flushed before it returns, so that a test covers what main does.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	flush := telemetry.Start(ctx, "agentbox", stderr)
+	defer flush()
+	return command(ctx, args, stdin, stdout, stderr)
+}
+
+// command runs the command args name.
+func command(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		usage(stderr)
 		return exitUsage

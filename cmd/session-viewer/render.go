@@ -243,6 +243,10 @@ func (p *printer) exec(e execView) {
 	}
 	p.printf("\n%s  %s  %s  %s  %s%s\n", p.paint(bold, fmt.Sprintf("[%d]", e.ExecutionCount)), e.ID,
 		fmtTime(e.Started), fmtMS(e.DurationMS), status, flags)
+	if e.TraceID != "" {
+		// To look the execution up in a tracing backend.
+		p.printf("  %s %s\n", p.paint(dim, "trace"), e.TraceID)
+	}
 	p.block("code", e.Code, "")
 	p.block("stdout", e.Stdout, "")
 	p.block("stderr", e.Stderr, red)

@@ -74,6 +74,7 @@ type execView struct {
 	StateLost      bool               `json:"state_lost,omitempty"`
 	Replayed       bool               `json:"replayed,omitempty"`
 	Artifacts      []session.Artifact `json:"artifacts"`
+	TraceID        string             `json:"trace_id,omitempty"` // the W3C trace it ran in, when one was sampled
 }
 
 type datasetView struct {
@@ -183,7 +184,7 @@ func fromLog(e session.LogEntry) execView {
 	return execView{ID: e.ID, ExecutionCount: e.ExecutionCount, Started: e.Time, DurationMS: e.DurationMS,
 		Code: e.Code, Stdout: e.Stdout, Stderr: e.Stderr, Error: e.Error, TimedOut: e.TimedOut,
 		Results:   fromOutputs(e.Results, e.ExecutionCount, e.Artifacts, nil),
-		StateLost: e.StateLost, Artifacts: nonNil(e.Artifacts)}
+		StateLost: e.StateLost, Artifacts: nonNil(e.Artifacts), TraceID: e.TraceID}
 }
 
 // followDir prints the lines appended to session.log after offset off.
@@ -376,7 +377,7 @@ func fromStore(e store.Execution, sign *urlSigner) execView {
 		DurationMS: float64(e.Duration.Microseconds()) / 1000, Code: e.Code, Stdout: e.Stdout, Stderr: e.Stderr,
 		Results: fromOutputs(e.Outputs, e.ExecutionCount, arts, sign),
 		Error:   e.Error, TimedOut: e.TimedOut, Interrupted: e.Interrupted, StateLost: e.StateLost,
-		Replayed: e.Replayed, Artifacts: nonNil(arts)}
+		Replayed: e.Replayed, Artifacts: nonNil(arts), TraceID: e.TraceID}
 }
 
 // urlSigner signs fresh download URLs, valid ARTIFACT_TOKEN_TTL_S, with the

@@ -32,12 +32,12 @@ func (s *Store) RecordCommand(ctx context.Context, e *Execution) error {
 	defer tx.Rollback()
 	res, err := tx.ExecContext(ctx, `INSERT INTO executions
 		(namespace, session_id, session_key, exec_id, execution_count, code, stdout, stderr, outputs, error,
-		 started, duration_ns, timed_out, interrupted, kernel_restarted, state_lost, replayed, artifacts, kind, exit_code)
-		SELECT ?, ?, ?, ?, ?, ?, ?, ?, '[]', NULL, ?, ?, ?, ?, 0, 0, 0, '[]', 'shell', ?
+		 started, duration_ns, timed_out, interrupted, kernel_restarted, state_lost, replayed, artifacts, kind, exit_code, trace_id)
+		SELECT ?, ?, ?, ?, ?, ?, ?, ?, '[]', NULL, ?, ?, ?, ?, 0, 0, 0, '[]', 'shell', ?, ?
 		WHERE NOT EXISTS (SELECT 1 FROM executions WHERE namespace = ? AND session_id = ? AND exec_id = ?)`,
 		e.Namespace, e.SessionID, e.SessionKey, e.ExecID, e.ExecutionCount,
 		capText(e.Code, s.MaxCode), capText(e.Stdout, s.MaxOutput), capText(e.Stderr, s.MaxOutput),
-		formatTime(e.Started), int64(e.Duration), e.TimedOut, e.Interrupted, *e.ExitCode,
+		formatTime(e.Started), int64(e.Duration), e.TimedOut, e.Interrupted, *e.ExitCode, nullText(e.TraceID),
 		e.Namespace, e.SessionID, e.ExecID)
 	if err != nil {
 		return fail(err)

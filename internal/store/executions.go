@@ -43,6 +43,9 @@ type Execution struct {
 	Kind string
 	// ExitCode is a shell command's exit status; nil for Python.
 	ExitCode *int
+	// TraceID is the W3C trace id (32 hex digits) of the trace the
+	// execution ran in; "" when none was recorded (stored as NULL).
+	TraceID string
 }
 
 // RecordExecution appends e to the history and sets e.Seq. In the same
@@ -81,13 +84,13 @@ func (s *Store) RecordExecution(ctx context.Context, e *Execution) error {
 	// after a failure that did commit, is recorded once.
 	res, err := tx.ExecContext(ctx, `INSERT INTO executions
 		(namespace, session_id, session_key, exec_id, execution_count, code, stdout, stderr, outputs, error,
-		 started, duration_ns, timed_out, interrupted, kernel_restarted, state_lost, replayed, artifacts)
-		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
+		 started, duration_ns, timed_out, interrupted, kernel_restarted, state_lost, replayed, artifacts, trace_id)
+		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
 		WHERE NOT EXISTS (SELECT 1 FROM executions WHERE namespace = ? AND session_id = ? AND exec_id = ?)`,
 		e.Namespace, e.SessionID, e.SessionKey, e.ExecID, e.ExecutionCount,
 		capText(e.Code, s.MaxCode), capText(e.Stdout, s.MaxOutput), capText(e.Stderr, s.MaxOutput),
 		string(outputs), exc, formatTime(e.Started), int64(e.Duration),
-		e.TimedOut, e.Interrupted, e.KernelRestarted, e.StateLost, e.Replayed, artifacts,
+		e.TimedOut, e.Interrupted, e.KernelRestarted, e.StateLost, e.Replayed, artifacts, nullText(e.TraceID),
 		e.Namespace, e.SessionID, e.ExecID)
 	if err != nil {
 		return fail(err)
@@ -123,7 +126,7 @@ func (s *Store) RecordExecution(ctx context.Context, e *Execution) error {
 // executionColumns is the column list scanExecution reads.
 const executionColumns = `seq, namespace, session_id, session_key, exec_id, execution_count, code, stdout,
 	stderr, outputs, error, started, duration_ns, timed_out, interrupted, kernel_restarted, state_lost,
-	replayed, artifacts, kind, exit_code`
+	replayed, artifacts, kind, exit_code, trace_id`
 
 // Executions returns the history of a session, oldest first: all of it when
 // limit <= 0, else its last limit executions.
@@ -175,11 +178,12 @@ func scanExecution(sc scanner) (Execution, error) {
 		exc                        sql.NullString
 		dur                        int64
 		exit                       sql.NullInt64
+		traceID                    sql.NullString
 	)
 	err := sc.Scan(&e.Seq, &e.Namespace, &e.SessionID, &e.SessionKey, &e.ExecID, &e.ExecutionCount,
 		&e.Code, &e.Stdout, &e.Stderr, &outputs, &exc, &started, &dur,
 		&e.TimedOut, &e.Interrupted, &e.KernelRestarted, &e.StateLost, &e.Replayed, &artifact,
-		&e.Kind, &exit)
+		&e.Kind, &exit, &traceID)
 	if err != nil {
 		return Execution{}, err
 	}
@@ -207,5 +211,14 @@ func scanExecution(sc scanner) (Execution, error) {
 		n := int(exit.Int64)
 		e.ExitCode = &n
 	}
+	e.TraceID = traceID.String
 	return e, nil
+}
+
+// nullText is s, or NULL when s is empty.
+func nullText(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }

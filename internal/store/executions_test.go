@@ -38,6 +38,7 @@ func TestExecutionRoundTrip(t *testing.T) {
 		StateLost:       true,
 		Replayed:        true,
 		Artifacts:       json.RawMessage(`[ {"path": "out/plot.png", "sha256": "ab12"} ]`),
+		TraceID:         "4bf92f3577b34da6a3ce929d0e0e4736",
 	}
 	bare := store.Execution{Namespace: "team-a", SessionID: "s1", ExecID: "x2", Started: time.Time{}}
 
