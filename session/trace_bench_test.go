@@ -57,7 +57,7 @@ func BenchmarkTracingOverhead(b *testing.B) {
 	c := dockertest.Dial(b, info.ContainerID)
 	order := []string{"kernel", "none", "drop", "batch"}
 	samples := map[string]dockertest.Samples{}
-	const warmup, rounds = 20, 400
+	warmup, rounds := dockertest.Rounds(20, 1), dockertest.Rounds(400, 2)
 	for i := range warmup + rounds {
 		for j := range order {
 			which := order[(i+j)%len(order)]

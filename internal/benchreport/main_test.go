@@ -509,8 +509,8 @@ func TestParseRealShortPass(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := len(out.Results); got != 29 {
-		t.Errorf("%d results, want 29 (30 benchmarks, one panicked)", got)
+	if got := len(out.Results); got != 30 {
+		t.Errorf("%d results, want 30 (31 benchmarks, one panicked)", got)
 	}
 	if r := out.Results["kernel.RoundTrip"]; r.N != 1 || r.Metrics["ns/op"] != 1359511852 {
 		t.Errorf("kernel.RoundTrip = %+v", r)

@@ -201,6 +201,26 @@ func Tables() []Table {
 			},
 		},
 		{
+			Name: "tracing", Packages: []string{"./session"},
+			Bench: "^BenchmarkTracingOverhead$", Benchtime: "1x",
+			Header: []string{"provider", "median", "p90", "vs the kernel's own client", "vs no provider"},
+			Rows: []Row{
+				{What: "the kernel's own client, same session (the floor)", Cells: func(g *Get) []string {
+					c := floor("session.TracingOverhead", "kernel", "ms")(g)
+					return append(c, "")
+				}},
+				{What: "none (the default)", Cells: func(g *Get) []string {
+					return append(triple("session.TracingOverhead", "none", "ms")(g), "1×")
+				}},
+				{What: "SDK, a processor that drops every span", Cells: func(g *Get) []string {
+					return append(triple("session.TracingOverhead", "drop", "ms")(g), Ratio(g.V("session.TracingOverhead", "drop/none")))
+				}},
+				{What: "SDK, batch processor, exporter that discards", Cells: func(g *Get) []string {
+					return append(triple("session.TracingOverhead", "batch", "ms")(g), Ratio(g.V("session.TracingOverhead", "batch/none")))
+				}},
+			},
+		},
+		{
 			Name: "pause", Packages: []string{"./session"},
 			Bench: "^BenchmarkPauseResume$", Benchtime: "1x",
 			Header: []string{"what", "median", "p90", "vs floor"},
