@@ -372,6 +372,9 @@ class MemoryWatch:
         self.floor = 0
         self.next = 0.0
         self.victim = None  # (when, reading, its resident bytes) of the last kill
+        # The kernel's own OOM kills so far (cgroup v1 or v2; None when it
+        # does not say), to tell when it ended a process since the last look.
+        self.ooms = oom_kills()
         self.at = 0.0  # when the current pace window began
         self.window = 0  # the reading then
         self.rate = 0.0  # bytes per second over the last window
@@ -1316,6 +1319,19 @@ class Init:
             os.killpg(w.pid, signal.SIGSTOP)
         except OSError:
             pass
+        ooms, m.ooms = m.ooms, oom_kills()
+        if ooms is not None and m.ooms is not None and m.ooms > ooms:
+            # Under runc the kernel's killer is right behind the ceiling,
+            # and it just ended a process whose memory is still counted
+            # (or on its way back): wait for it as for a victim of ours,
+            # rather than take a second process, the kernel itself maybe,
+            # for the first one's memory.
+            m.victim = (now, used, max(used - m.floor, 0))
+            try:
+                os.killpg(w.pid, signal.SIGCONT)
+            except OSError:
+                pass
+            return
         procs = started_processes()
         rss, pid, name = procs[0] if procs else (0, w.pid, "python3")
         why = m.why(used)

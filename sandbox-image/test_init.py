@@ -212,6 +212,57 @@ class FramesTest(unittest.TestCase):
                 agentbox_frames.decode(bad)
 
 
+class WatchdogTest(unittest.TestCase):
+    """The memory watchdog's choice of a victim, with the system calls
+    replaced: which signals it sends, and to whom."""
+
+    def setUp(self):
+        import signal
+        import agentbox_init as ai
+        self.ai, self.signal = ai, signal
+        self.sent = []
+        self.ooms = 0
+        self.procs = [(200 << 20, 4242, "python3"), (40 << 20, 100, "python3")]
+        patches = {
+            (ai.os, "killpg"): lambda pid, sig: self.sent.append(("group", pid, sig)),
+            (ai.os, "kill"): lambda pid, sig: self.sent.append(("one", pid, sig)),
+            (ai, "oom_kills"): lambda: self.ooms,
+            (ai, "started_processes"): lambda: list(self.procs),
+        }
+        for (obj, name), fake in patches.items():
+            self.addCleanup(setattr, obj, name, getattr(obj, name))
+            setattr(obj, name, fake)
+        init = ai.Init.__new__(ai.Init)
+        init.memory = ai.MemoryWatch(0)
+        init.memory.limit = init.memory.ceiling = init.memory.hard = 256 << 20
+        init.memory.ooms = 0
+        init.worker = type("W", (), {"pid": 100, "memory_kill": None})()
+        init.current = None
+        self.init = init
+
+    def killed(self):
+        return [(kind, pid) for kind, pid, sig in self.sent if sig == self.signal.SIGKILL]
+
+    def test_kills_the_largest_process(self):
+        self.init.kill_for_memory(245 << 20, 10.0)
+        self.assertEqual(self.killed(), [("one", 4242)])
+        self.assertIsNone(self.init.worker.memory_kill)
+
+    def test_waits_after_the_kernels_own_kill(self):
+        # Under runc the kernel's killer is right behind the ceiling: the
+        # process it just ended may still be counted (and even listed) for
+        # a moment. Taking another one, the kernel, for its memory would
+        # lose every variable for nothing.
+        self.ooms = 1
+        self.procs = [(40 << 20, 100, "python3")]
+        self.init.kill_for_memory(245 << 20, 10.0)
+        self.assertEqual(self.killed(), [])
+        self.assertIsNone(self.init.worker.memory_kill)
+        self.assertIsNotNone(self.init.memory.victim)
+        self.assertIn(("group", 100, self.signal.SIGCONT), self.sent)
+        self.assertTrue(self.init.memory.settle(245 << 20, 10.1))
+
+
 class ListFilesTest(unittest.TestCase):
     def setUp(self):
         import tempfile

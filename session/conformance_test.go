@@ -21,6 +21,7 @@ import (
 // TestDriverConformance runs the Driver contract against every driver, so
 // that the in-memory one tests rely on cannot drift from the engine.
 func TestDriverConformance(t *testing.T) {
+	t.Parallel()
 	t.Run("fake", func(t *testing.T) {
 		runDriverConformance(t, sessiontest.NewDriver(), sessiontest.SandboxImage)
 	})

@@ -15,8 +15,15 @@ import (
 // startTimeout bounds creating a container and reaching its kernel.
 const startTimeout = 2 * time.Minute
 
-// helloTimeout is how long an init may take to greet a new connection.
-const helloTimeout = 10 * time.Second
+// An init has helloTimeout to greet a new connection. Past that the host
+// looks at it: a stopped init is given up at once; one that runs is
+// waited for (its bridge may be slow to start on a loaded machine, and
+// giving up would remove the session's state with its container), up to
+// helloLimit.
+const (
+	helloTimeout = 10 * time.Second
+	helloLimit   = time.Minute
+)
 
 // interruptMargin is what an init may take, beyond the grace period, to
 // report an execution it interrupted or killed.
@@ -46,8 +53,9 @@ type entry struct {
 
 	// Guarded by Manager.mu.
 	lastUsed time.Time
-	commands int  // shell commands running in it (see Run): it is in use
-	gone     bool // dropped from the map: take a new entry
+	usedRow  time.Time // the last use markUsed wrote to the session's row
+	commands int       // shell commands running in it (see Run): it is in use
+	gone     bool      // dropped from the map: take a new entry
 }
 
 // acquire returns the key's session, opening (and, when create is set,
@@ -342,6 +350,33 @@ func (m *Manager) record(ctx context.Context, e *entry) error {
 	return nil
 }
 
+// usedRowEvery is how often markUsed writes a session's use to its row at
+// most: a row lagging that much behind leaves even a 2 s idle timeout
+// room, and a write per file operation would cost more than the operation.
+const usedRowEvery = time.Second
+
+// markUsed records that session e is used now, in memory and in the row
+// other processes' sweeps read: a command or file operation that only
+// this process knew of would leave another process to see the session
+// idle, and remove it under the call.
+func (m *Manager) markUsed(ctx context.Context, e *entry) {
+	now := time.Now()
+	m.mu.Lock()
+	e.lastUsed = now
+	write := now.Sub(e.usedRow) >= usedRowEvery
+	if write {
+		e.usedRow = now
+	}
+	m.mu.Unlock()
+	if !write {
+		return
+	}
+	if err := m.store.UseSession(context.WithoutCancel(ctx), m.ns, e.id, now); err != nil && !errors.Is(err, store.ErrNotFound) {
+		m.metrics.dbFailed("use_session")
+		m.log.Warn("record session use", "session_id", e.id, "err", err)
+	}
+}
+
 func (m *Manager) touch(e *entry, t time.Time) {
 	m.mu.Lock()
 	e.lastUsed = t
@@ -375,24 +410,21 @@ func (m *Manager) dial(ctx context.Context, id string) (*kernel.Client, error) {
 			}
 			return nil, err
 		}
-		hctx, cancel := context.WithTimeout(ctx, helloTimeout)
-		c, err := kernel.NewClient(hctx, rw)
-		cancel()
+		c, err := m.greet(ctx, id, rw)
 		if err == nil {
 			// After an interrupt the init needs the grace period and a
 			// moment to report; past that it is checked on.
 			c.InterruptWait = m.cfg.InterruptGrace + interruptMargin
 			return c, nil
 		}
-		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			// The bridge reached the init (it only connects once the
-			// init listens) and the init said nothing: it is stopped or
-			// wedged, and will not serve this session again.
+		if errors.Is(err, kernel.ErrUnresponsive) {
+			// The init is stopped, or said nothing for helloLimit: it
+			// will not serve this session again.
 			if lost := m.checkAlive(ctx, id); lost != nil {
 				return nil, lost
 			}
 			m.retire(id)
-			return nil, silentInit(id, fmt.Errorf("%w: no hello within %s", kernel.ErrUnresponsive, helloTimeout))
+			return nil, silentInit(id, err)
 		}
 		if errors.Is(err, kernel.ErrProtocolMismatch) {
 			return nil, fmt.Errorf("%w: %w", ErrImageStale, err)

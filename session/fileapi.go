@@ -132,11 +132,9 @@ func (m *Manager) fileSession(ctx context.Context, key string, create bool) (*en
 		}
 		m.mu.Lock()
 		gone := e.gone
-		if !gone {
-			e.lastUsed = time.Now()
-		}
 		m.mu.Unlock()
 		if !gone {
+			m.markUsed(ctx, e)
 			return e, nil
 		}
 	}

@@ -22,7 +22,7 @@ import (
 // in both, the container's view being the only one it uses.
 func storages(t *testing.T, f func(t *testing.T, s config.Storage)) {
 	for _, s := range []config.Storage{config.StorageTMPFS, config.StorageBind} {
-		t.Run(string(s), func(t *testing.T) { f(t, s) })
+		t.Run(string(s), func(t *testing.T) { t.Parallel(); f(t, s) })
 	}
 }
 
@@ -63,6 +63,7 @@ func wantErr(t *testing.T, what string, err, target error) {
 // TestFilesRoundTrip writes, reads, lists, moves and removes files through
 // the API, and checks that code sees them as the sandbox user's own.
 func TestFilesRoundTrip(t *testing.T) {
+	t.Parallel()
 	storages(t, func(t *testing.T, s config.Storage) {
 		m := newManager(t, withStorage(s))
 		ctx := context.Background()
@@ -173,6 +174,7 @@ func matchesIgnoringDirSize(got, want string) bool {
 
 // TestFilesFaults: the errors callers must be able to tell apart.
 func TestFilesFaults(t *testing.T) {
+	t.Parallel()
 	m := newManager(t, nil)
 	ctx := context.Background()
 	_, err := m.ReadFile(ctx, "never-used", "/session/x", 0, -1)
@@ -203,6 +205,7 @@ func TestFilesFaults(t *testing.T) {
 // TestFilesHostilePaths: paths and planted files that try to reach outside
 // what the sandbox user may touch, or to block the host.
 func TestFilesHostilePaths(t *testing.T) {
+	t.Parallel()
 	storages(t, func(t *testing.T, s config.Storage) {
 		m := newManager(t, withStorage(s))
 		ctx := context.Background()
@@ -296,6 +299,7 @@ os.makedirs("/session/artifacts", exist_ok=True)`, secret, filepath.Dir(secret))
 // TestFilesCaps: FILES_MAX_FILE_MB and FILES_MAX_CALL_MB hold, whether the
 // caller's reader says its size or not, and a refused file is not kept.
 func TestFilesCaps(t *testing.T) {
+	t.Parallel()
 	m := newManager(t, func(c *config.Config) { c.FilesMaxFileMB, c.FilesMaxCallMB = 1, 2 })
 	ctx := context.Background()
 	big := bytes.Repeat([]byte("x"), 1<<20+1)
@@ -351,6 +355,7 @@ func TestFilesCaps(t *testing.T) {
 // TestFilesSessionFull: a full /session (a 16 MiB tmpfs) is ErrNoSpace,
 // leaves no part behind, and the next write that fits works.
 func TestFilesSessionFull(t *testing.T) {
+	t.Parallel()
 	m := newManager(t, func(c *config.Config) { c.TmpfsSizeMB = 16 })
 	ctx := context.Background()
 	_, err := m.WriteFile(ctx, "k", "/session/huge", io.LimitReader(zeros{}, 32<<20), 0)
@@ -370,6 +375,7 @@ func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
 // TestFilesBesideExec: a file operation does not wait for a running
 // execution, nor disturb its state.
 func TestFilesBesideExec(t *testing.T) {
+	t.Parallel()
 	m := newManager(t, nil)
 	ctx := context.Background()
 	mustExec(t, m, "k", "x = 41")
@@ -402,6 +408,7 @@ x += 1`)
 // TestFilesPaused: a paused session's files are not reachable, and the
 // error says why; once thawed, the same call works.
 func TestFilesPaused(t *testing.T) {
+	t.Parallel()
 	m := newManager(t, nil)
 	ctx := context.Background()
 	mustExec(t, m, "k", "y = 7")

@@ -223,13 +223,15 @@ func TestTTLRenewAcrossManagers(t *testing.T) {
 	ctx := ctxMinute(t)
 	fast := session.WithSweepInterval(100 * time.Millisecond)
 	a := managerFor(t, cfg, ns, fast)
-	mustExec(t, a, "k", "x = 1", session.CreateWith(session.TTL(3*time.Second)))
+	// The time to live counts from creation: 5 s leaves a loaded machine
+	// room to start the session before a's sweep expires it.
+	mustExec(t, a, "k", "x = 1", session.CreateWith(session.TTL(5*time.Second)))
 	first := mustInfo(t, a, "k")
-	if first.Expires.IsZero() || first.Limits == nil || first.Limits.TTL != 3*time.Second {
-		t.Fatalf("created with a TTL of 3s: %+v", first)
+	if first.Expires.IsZero() || first.Limits == nil || first.Limits.TTL != 5*time.Second {
+		t.Fatalf("created with a TTL of 5s: %+v", first)
 	}
 	b := managerFor(t, cfg, ns, session.WithSweepInterval(time.Hour))
-	exp, err := b.Renew(ctx, "k", 6*time.Second)
+	exp, err := b.Renew(ctx, "k", 8*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

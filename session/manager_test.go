@@ -12,6 +12,7 @@ import (
 )
 
 func TestExecKeepsState(t *testing.T) {
+	t.Parallel()
 	m := newManager(t, nil)
 	res := mustExec(t, m, "conv-1", "x = 41\nprint('hi')")
 	if res.Stdout != "hi\n" || res.Error != nil || res.ExecutionCount != 1 || res.Session != "conv-1" {
@@ -33,6 +34,7 @@ func TestExecKeepsState(t *testing.T) {
 }
 
 func TestConcurrentCallsOnANewKeyMakeOneContainer(t *testing.T) {
+	t.Parallel()
 	m := newManager(t, nil)
 	const n = 6
 	var wg sync.WaitGroup
@@ -62,6 +64,7 @@ func TestConcurrentCallsOnANewKeyMakeOneContainer(t *testing.T) {
 }
 
 func TestReattachFromANewManager(t *testing.T) {
+	t.Parallel()
 	cfg := testConfig(t, nil)
 	ns := namespace()
 	m1 := managerFor(t, cfg, ns)
@@ -101,6 +104,7 @@ func TestTimeoutKeepsState(t *testing.T) {
 }
 
 func TestCloseFailsEveryCall(t *testing.T) {
+	t.Parallel()
 	m := newManager(t, nil)
 	mustExec(t, m, "c", "1")
 	if err := m.Close(context.Background()); err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -29,7 +30,6 @@ func TestHelperRacer(t *testing.T) {
 		Config    config.Config
 		Namespace string
 		Key       string
-		At        time.Time
 	}
 	if err := json.Unmarshal([]byte(raw), &args); err != nil {
 		t.Fatal(err)
@@ -40,7 +40,11 @@ func TestHelperRacer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close(context.Background())
-	time.Sleep(time.Until(args.At))
+	// Ready; the parent says go to every racer at once.
+	fmt.Println("READY")
+	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+		t.Fatalf("wait for go: %v", err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	res, err := m.Exec(ctx, args.Key, "import os\nn = globals().get('n', 0) + 1\nprint(os.uname().nodename)")
@@ -64,29 +68,63 @@ func TestRacingProcessesShareOneSession(t *testing.T) {
 	}
 	for _, n := range []int{4, 8} {
 		t.Run(fmt.Sprintf("%d processes", n), func(t *testing.T) {
+			t.Parallel()
 			cfg := testConfig(t, nil)
 			ns := namespace()
 			managerFor(t, cfg, ns) // cleans the namespace up at the end
 			for trial := range trials {
 				key := fmt.Sprintf("race-%d", trial)
-				args, _ := json.Marshal(map[string]any{"Config": cfg, "Namespace": ns, "Key": key, "At": time.Now().Add(3 * time.Second)})
-				var wg sync.WaitGroup
+				args, _ := json.Marshal(map[string]any{"Config": cfg, "Namespace": ns, "Key": key})
+				var wg, ready sync.WaitGroup
 				results := make([]string, n)
+				gos := make([]io.WriteCloser, n)
 				for i := range n {
+					cmd := exec.Command(os.Args[0], "-test.run=^TestHelperRacer$", "-test.v")
+					cmd.Env = append(os.Environ(), "AGENTBOX_TEST_RACER="+string(args))
+					in, err := cmd.StdinPipe()
+					if err != nil {
+						t.Fatal(err)
+					}
+					out, err := cmd.StdoutPipe()
+					if err != nil {
+						t.Fatal(err)
+					}
+					cmd.Stderr = cmd.Stdout // one stream: what a failing racer said
+					if err := cmd.Start(); err != nil {
+						t.Fatal(err)
+					}
+					gos[i] = in
 					wg.Add(1)
+					ready.Add(1)
 					go func() {
 						defer wg.Done()
-						cmd := exec.Command(os.Args[0], "-test.run=^TestHelperRacer$", "-test.v")
-						cmd.Env = append(os.Environ(), "AGENTBOX_TEST_RACER="+string(args))
-						out, err := cmd.CombinedOutput()
-						results[i] = fmt.Sprintf("no result (%v): %s", err, out)
-						sc := bufio.NewScanner(strings.NewReader(string(out)))
+						var all strings.Builder
+						isReady := false
+						sc := bufio.NewScanner(out)
 						for sc.Scan() {
+							all.WriteString(sc.Text() + "\n")
+							if sc.Text() == "READY" && !isReady {
+								isReady = true
+								ready.Done()
+							}
 							if r, ok := strings.CutPrefix(sc.Text(), "RESULT "); ok {
 								results[i] = r
 							}
 						}
+						if !isReady {
+							ready.Done()
+						}
+						err := cmd.Wait()
+						if results[i] == "" {
+							results[i] = fmt.Sprintf("no result (%v): %s", err, all.String())
+						}
 					}()
+				}
+				// Every racer has its manager: go, all at once.
+				ready.Wait()
+				for _, in := range gos {
+					io.WriteString(in, "go\n")
+					in.Close()
 				}
 				wg.Wait()
 				hosts := map[string]bool{}

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 )
 
 // superviseMargin is what the supervisor may take, beyond the command's
@@ -103,12 +104,13 @@ func (m *Manager) commandSession(ctx context.Context, key string) (*entry, strin
 		return nil, "", 0, nil, err
 	}
 	id, count := e.containerID, e.execCount
-	now := time.Now()
 	m.mu.Lock()
 	e.commands++
-	e.lastUsed = now
 	m.mu.Unlock()
 	release()
+	// Before the supervisor starts: until it runs, another process's
+	// sweep can tell the session is in use only from its row.
+	m.markUsed(ctx, e)
 	var once sync.Once
 	return e, id, count, func() {
 		once.Do(func() {
@@ -206,7 +208,7 @@ func (m *Manager) supervise(ctx context.Context, id string, cmd Command, timeout
 		}
 		n := int(binary.BigEndian.Uint32(fh[1:]))
 		if n > maxFrame {
-			return nil, fmt.Errorf("the command's supervisor sent a frame of %d bytes (at most %d)", n, maxFrame)
+			return nil, m.badStream(ctx, id, s, fh[:], fmt.Errorf("the command's supervisor sent a frame of %d bytes (at most %d)", n, maxFrame))
 		}
 		if n > len(buf) {
 			buf = make([]byte, n)
@@ -234,21 +236,15 @@ func (m *Manager) supervise(ctx context.Context, id string, cmd Command, timeout
 			}
 			return &o, nil
 		default:
-			return nil, fmt.Errorf("the command's supervisor sent a frame of unknown kind %q", fh[0])
+			return nil, m.badStream(ctx, id, s, fh[:], fmt.Errorf("the command's supervisor sent a frame of unknown kind %q", fh[0]))
 		}
 	}
 }
 
 // streamBroke explains a supervisor stream that ended before the outcome.
 func (m *Manager) streamBroke(ctx context.Context, id string, s CommandStream, closedByHost bool, err error) error {
-	// A container being killed or removed ends the stream a moment before
-	// the engine reports it gone: look a few times.
-	ctx = context.WithoutCancel(ctx)
-	for i := 0; i < 20; i++ {
-		if lost := m.checkAlive(ctx, id); lost != nil {
-			return lost
-		}
-		time.Sleep(100 * time.Millisecond)
+	if lost := m.lostSoon(ctx, id); lost != nil {
+		return lost
 	}
 	if closedByHost {
 		return fmt.Errorf("the command's supervisor did not report in time; the stream was closed: %w", context.DeadlineExceeded)
@@ -257,6 +253,46 @@ func (m *Manager) streamBroke(ctx context.Context, id string, s CommandStream, c
 		return fmt.Errorf("the command's supervisor failed: %s", lastLines(msg, 5))
 	}
 	return fmt.Errorf("the command's stream ended early: %w", err)
+}
+
+// lostSoon returns a *lostError if container id is found gone or stopped
+// within two seconds: a container being killed or removed ends a stream a
+// moment before the engine reports it gone, so it looks a few times.
+func (m *Manager) lostSoon(ctx context.Context, id string) error {
+	ctx = context.WithoutCancel(ctx)
+	for i := 0; i < 20; i++ {
+		if lost := m.checkAlive(ctx, id); lost != nil {
+			return lost
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return nil
+}
+
+// badStream explains a supervisor stream that carries something other
+// than frames, given its first bytes head and what was wrong (err). Most
+// often the container went between the exec's creation and its start,
+// and the engine wrote its own words on the stream: the container's state
+// is the answer then, else those words.
+func (m *Manager) badStream(ctx context.Context, id string, s CommandStream, head []byte, err error) error {
+	if lost := m.lostSoon(ctx, id); lost != nil {
+		return lost
+	}
+	// Text is shown as text; the rest of its line, if it comes at once.
+	if !utf8.Valid(head) || strings.ContainsFunc(string(head), func(r rune) bool { return r < ' ' && r != '\n' && r != '\r' }) {
+		return err
+	}
+	rest := make([]byte, 200)
+	done := make(chan int, 1)
+	go func() { n, _ := io.ReadAtLeast(s, rest, 1); done <- n }()
+	select {
+	case n := <-done:
+		head = append(head, rest[:n]...)
+	case <-time.After(100 * time.Millisecond):
+		s.Close() // ends the read
+	}
+	first, _, _ := strings.Cut(strings.TrimSpace(strings.ToValidUTF8(string(head), "?")), "\n")
+	return fmt.Errorf("%w; it began with %q", err, strings.TrimSpace(first))
 }
 
 // lastLines returns the last n lines of s.

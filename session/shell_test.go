@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"io"
 	"io/fs"
 	"os/exec"
 	"strings"
@@ -302,8 +303,13 @@ func TestRunContextCancel(t *testing.T) {
 	mustRun(t, m, "k", session.Command{Line: "true"})
 	mark := marker()
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(time.Second, cancel)
-	res, err := m.Run(ctx, "k", session.Command{Line: "trap '' TERM; echo go; exec -a " + mark + " sleep 1000"})
+	defer cancel()
+	// Cancelled once the command has said it ignores SIGTERM: a fixed
+	// delay may end it before the trap on a loaded machine.
+	res, err := m.Run(ctx, "k", session.Command{
+		Line:   "trap '' TERM; echo go; exec -a " + mark + " sleep 1000",
+		Stdout: onText("go", cancel),
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -434,3 +440,27 @@ func TestBackgroundCommandTimeout(t *testing.T) {
 		t.Fatalf("status %+v %v", st, err)
 	}
 }
+
+// onText returns a writer that calls f once what was written to it
+// contains text.
+func onText(text string, f func()) io.Writer {
+	var (
+		mu   sync.Mutex
+		seen strings.Builder
+		once sync.Once
+	)
+	return writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		seen.Write(p)
+		hit := strings.Contains(seen.String(), text)
+		mu.Unlock()
+		if hit {
+			once.Do(f)
+		}
+		return len(p), nil
+	})
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

@@ -133,17 +133,28 @@ func (m *Manager) evictIfIdle(ctx context.Context, id string, c Container, row s
 	// runs (started by another manager; this one's are counted in e).
 	// A container that cannot be asked is not kept for it.
 	if n, err := m.commandsRunning(ctx, c.ID); err != nil {
+		// A container paused since the list was taken cannot be asked
+		// either; it is idle on purpose.
+		if now, ierr := m.drv.Inspect(ctx, c.ID); ierr == nil && now.Paused {
+			return
+		}
 		m.log.Warn("sweep: look for commands in progress", "session_id", id, "err", err)
 	} else if n > 0 {
 		return
 	}
 	// row was read before the probe: a command that ended since was
 	// recorded before its supervisor left (see shellSupervisor), so a
-	// fresh read sees its use.
-	if fresh, err := m.store.Session(ctx, m.ns, id); err == nil && fresh.ContainerID == c.ID && fresh.LastUsed.After(last) {
-		last = fresh.LastUsed
-		if time.Since(last) <= timeout {
+	// fresh read sees its use; a pause since is recorded before the
+	// container freezes.
+	if fresh, err := m.store.Session(ctx, m.ns, id); err == nil && fresh.ContainerID == c.ID {
+		if !fresh.Paused.IsZero() {
 			return
+		}
+		if fresh.LastUsed.After(last) {
+			last = fresh.LastUsed
+			if time.Since(last) <= timeout {
+				return
+			}
 		}
 	}
 	if e != nil {
@@ -158,12 +169,15 @@ func (m *Manager) evictIfIdle(ctx context.Context, id string, c Container, row s
 			e.client.Close()
 		}
 	}
-	m.log.Info("evict idle session", "session_id", id, "container_id", shortID(c.ID), "idle", now.Sub(last).Round(time.Second))
+	// Idle until now, not the sweep's start: the probe may have taken a
+	// while.
+	idle := time.Since(last).Round(time.Second)
+	m.log.Info("evict idle session", "session_id", id, "container_id", shortID(c.ID), "idle", idle)
 	if err := m.drv.Remove(ctx, c.ID); err != nil && !errors.Is(err, ErrContainerNotFound) {
 		m.log.Warn("evict idle session", "session_id", id, "err", err)
 		return
 	}
-	m.markStopped(ctx, id, fmt.Sprintf("%s: evicted after %s unused (its idle timeout)", stopIdle, now.Sub(last).Round(time.Second)))
+	m.markStopped(ctx, id, fmt.Sprintf("%s: evicted after %s unused (its idle timeout)", stopIdle, idle))
 }
 
 // runningElsewhere reports whether another live manager is running an

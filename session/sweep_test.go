@@ -32,6 +32,17 @@ func sweepers(t *testing.T, idle time.Duration, another bool) (user *session.Man
 	return managerFor(t, cfg, ns, session.WithSweepInterval(time.Hour)), func() { managerFor(t, cfg, ns, fast) }
 }
 
+// usedNow uses session "k" (x = 41) right before the long call a test
+// makes: starting the second manager and finding the container may take
+// longer than the idle timeout on a loaded machine, and a session idle
+// that long is rightly swept before the call begins.
+func usedNow(t *testing.T, m *session.Manager) {
+	t.Helper()
+	if res := mustExec(t, m, "k", "x"); res.StateLost || plain(res) != "41" {
+		t.Fatalf("session k lost before the long call began (the machine took longer than its idle timeout to start a manager): %q, %s", plain(res), res.RestartReason)
+	}
+}
+
 // TestSessionInUseStays: a session used more often than its idle timeout,
 // for several times that timeout, is never swept: idleness counts from its
 // last use, not from its creation.
@@ -41,9 +52,10 @@ func TestSessionInUseStays(t *testing.T) {
 		t.Run("another process sweeps="+strconv.FormatBool(another), func(t *testing.T) {
 			t.Parallel()
 			m, sweep := sweepers(t, 2*time.Second, another)
-			mustExec(t, m, "k", "n = 0")
+			mustExec(t, m, "k", "n = 0\nx = 41")
 			sweep()
 			id := containerOf(t, m, "k")
+			usedNow(t, m)
 			for i := 1; i <= 14; i++ { // 7 s, three and a half idle timeouts
 				time.Sleep(500 * time.Millisecond)
 				res := mustExec(t, m, "k", "n += 1\nn")
@@ -71,6 +83,7 @@ func TestBusySessionIsNotSwept(t *testing.T) {
 			mustExec(t, m, "k", "x = 41")
 			sweep()
 			id := containerOf(t, m, "k")
+			usedNow(t, m)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			res, err := m.Exec(ctx, "k", "import time\ntime.sleep(8)\nx += 1\nx")
@@ -103,6 +116,7 @@ func TestCommandSessionIsNotSwept(t *testing.T) {
 				mustExec(t, m, "k", "x = 41")
 				sweep()
 				id := containerOf(t, m, "k")
+				usedNow(t, m)
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 				defer cancel()
 				cmd := session.Command{Line: "sleep 8; echo done", Timeout: time.Minute}

@@ -3,6 +3,7 @@ package session_test
 import (
 	"context"
 	"errors"
+	"io"
 	"strings"
 	"sync"
 	"syscall"
@@ -122,5 +123,75 @@ func TestStoppedInitIsALostSession(t *testing.T) {
 				t.Fatalf("want a fresh session, got %+v", res)
 			}
 		})
+	}
+}
+
+// slowBridge is the engine's driver on a machine so loaded that a new
+// connection's bridge takes delay to hand its stream to the init: its
+// first read waits that long. Everything else is the real engine.
+type slowBridge struct {
+	session.Driver
+	cs    commandStreamer
+	delay time.Duration
+}
+
+func (d slowBridge) StreamCommand(ctx context.Context, id, user string, cmd []string) (session.CommandStream, error) {
+	return d.cs.StreamCommand(ctx, id, user, cmd)
+}
+
+func (d slowBridge) Connect(ctx context.Context, id string) (io.ReadWriteCloser, error) {
+	rw, err := d.Driver.Connect(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return &slowStream{ReadWriteCloser: rw, until: time.Now().Add(d.delay), closed: make(chan struct{})}, nil
+}
+
+type slowStream struct {
+	io.ReadWriteCloser
+	until  time.Time
+	once   sync.Once
+	closed chan struct{}
+}
+
+func (s *slowStream) Read(p []byte) (int, error) {
+	select {
+	case <-time.After(time.Until(s.until)):
+	case <-s.closed:
+	}
+	return s.ReadWriteCloser.Read(p)
+}
+
+func (s *slowStream) Close() error {
+	s.once.Do(func() { close(s.closed) })
+	return s.ReadWriteCloser.Close()
+}
+
+// TestSlowHelloKeepsTheSession: an init that runs but greets a new
+// process late (its bridge was slow to start on a loaded machine) is not
+// taken for a stopped one: the session, its state and its container stay.
+// Before, a hello later than 10 s removed the container, and the state of
+// every session reattached on a loaded host went with it.
+func TestSlowHelloKeepsTheSession(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t, nil)
+	ns := namespace()
+	m := managerFor(t, cfg, ns)
+	mustExec(t, m, "k", "x = 41")
+	id := containerOf(t, m, "k")
+
+	d, cs := engineDriver(t)
+	slow := managerFor(t, cfg, ns, session.WithDriver(slowBridge{Driver: d, cs: cs, delay: 14 * time.Second}))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := slow.Exec(ctx, "k", "x + 1")
+	if err != nil {
+		t.Fatalf("a late hello from a running init: %v", err)
+	}
+	if res.StateLost || plain(res) != "42" {
+		t.Fatalf("a late hello from a running init: %q, StateLost %v (%s)", plain(res), res.StateLost, res.RestartReason)
+	}
+	if got := containerOf(t, slow, "k"); got != id {
+		t.Fatalf("container %s replaced by %s", id, got)
 	}
 }

@@ -70,6 +70,15 @@ func (s *Store) TouchSession(ctx context.Context, ns, id string, lastUsed time.T
 		formatTime(lastUsed), executionCount, ns, id)
 }
 
+// UseSession records that the session was used at at (a command or a
+// file operation, which leave the execution count as it is). It returns
+// ErrNotFound if there is no such session.
+func (s *Store) UseSession(ctx context.Context, ns, id string, at time.Time) error {
+	return s.updateSession(ctx, "use", ns, id,
+		`UPDATE sessions SET last_used = ? WHERE namespace = ? AND id = ?`,
+		formatTime(at), ns, id)
+}
+
 // StopSession records that the session stopped at at, for reason. It returns
 // ErrNotFound if there is no such session.
 func (s *Store) StopSession(ctx context.Context, ns, id string, at time.Time, reason string) error {

@@ -38,6 +38,7 @@ type Driver struct {
 	created     int
 	unavailable bool
 	failCreate  error
+	failPause   []error // what the next Pause calls return, in turn
 }
 
 // container is one container and its kernel. Its fields are guarded by

@@ -10,7 +10,25 @@ import (
 // kernel. A container already paused, or not running, is an error, as in
 // the engine.
 func (d *Driver) Pause(ctx context.Context, id string) error {
+	d.mu.Lock()
+	if len(d.failPause) > 0 {
+		err := d.failPause[0]
+		d.failPause = d.failPause[1:]
+		d.mu.Unlock()
+		return err
+	}
+	d.mu.Unlock()
 	return d.setPaused(id, true)
+}
+
+// FailNextPauses makes the next n Pause calls return err and leave the
+// container running, as the engine does when its freezer gives up.
+func (d *Driver) FailNextPauses(n int, err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for range n {
+		d.failPause = append(d.failPause, err)
+	}
 }
 
 // Unpause clears what Pause set.
