@@ -71,7 +71,8 @@ func (m *Manager) acquireWith(ctx context.Context, key string, create bool, cr *
 	if err := checkKey(key); err != nil {
 		return nil, nil, err
 	}
-	for {
+	var replaced *endedError // the last entry another process replaced
+	for ended := 0; ; {
 		e, err := m.entry(ctx, key, create, cr)
 		if err != nil {
 			return nil, nil, err
@@ -92,12 +93,33 @@ func (m *Manager) acquireWith(ctx context.Context, key string, create bool, cr *
 			<-e.turn
 			continue
 		}
-		if err := m.checkLive(ctx, e); err != nil {
+		err = m.checkLive(ctx, e)
+		var ee *endedError
+		if errors.As(err, &ee) && ended >= maxEndedElsewhere {
+			// An entry just opened whose row could not be written would
+			// otherwise be dropped again and again: the engine decides.
+			err = nil
+		}
+		if errors.As(err, &ee) {
+			<-e.turn
+			ended++
+			if ee.now != "" {
+				replaced = ee
+			}
+			continue
+		}
+		if err != nil {
 			<-e.turn
 			if errors.Is(err, ErrExpired) && create {
 				continue // removed: the next round makes a fresh one
 			}
 			return nil, nil, err
+		}
+		if replaced != nil && replaced.now == e.containerID && e.notice == "" {
+			// Opened on the container another process started in place
+			// of the one this process used: its first result here says
+			// the state from before is gone.
+			e.notice = "the session's container " + shortID(replaced.old) + " ended and another process started " + shortID(replaced.now) + " in its place" + freshSuffix
 		}
 		return e, func() { <-e.turn }, nil
 	}
@@ -196,8 +218,21 @@ func (m *Manager) open(ctx context.Context, e *entry, create bool) error {
 			// Stopped, killed, or from an image this program cannot use:
 			// its state is gone either way.
 			reason := deathReason(c, m.image.ID)
-			if rmErr := m.drv.Remove(ctx, c.ID); rmErr != nil {
+			ended := m.endRecorded(ctx, e.id, c.ID)
+			if rmErr := m.drv.Remove(ctx, c.ID); rmErr != nil && !ended {
 				return rmErr
+			}
+			if ended && attempt < maxNameRaces {
+				// Another process ended it on purpose (stopped, evicted,
+				// expired), recorded why, and is removing it: not a loss
+				// to report, but a fresh start that gives that reason,
+				// once the engine no longer shows it.
+				select {
+				case <-time.After(time.Duration(attempt+1) * 20 * time.Millisecond):
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+				continue
 			}
 			m.markStopped(ctx, e.id, "lost: "+reason)
 			return fmt.Errorf("%w: container %s %s", ErrSessionLost, shortID(c.ID), reason)
@@ -229,6 +264,13 @@ func (m *Manager) open(ctx context.Context, e *entry, create bool) error {
 		}
 		return err
 	}
+}
+
+// endRecorded reports whether session id's row records the end of
+// container containerID.
+func (m *Manager) endRecorded(ctx context.Context, id, containerID string) bool {
+	row, err := m.store.Session(ctx, m.ns, id)
+	return err == nil && row.ContainerID == containerID && !row.Stopped.IsZero()
 }
 
 // maxNameRaces bounds how often open may lose the race for a key's
@@ -391,6 +433,13 @@ func (m *Manager) markStopped(ctx context.Context, id, reason string) {
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		m.metrics.dbFailed("stop_session")
 		m.log.Warn("record session end", "session_id", id, "err", err)
+	}
+	if err == nil {
+		// Another process holding the session reads its row again at
+		// its next call, and opens it anew (see checkLive).
+		if err := m.bumpEpoch(); err != nil {
+			m.log.Warn("record session end", "session_id", id, "err", err)
+		}
 	}
 	// Whatever ran in it with no result recorded never will have one.
 	if err := m.store.LoseIntents(ctx, m.ns, id, "", "the session ended ("+reason+") before its result was recorded"); err != nil {

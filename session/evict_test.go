@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -51,6 +52,70 @@ func TestEvictionIsReported(t *testing.T) {
 	}
 	if res := mustExec(t, m, "idle", "y = 1"); res.StateLost {
 		t.Fatalf("the second call says the state was lost again: %+v", res)
+	}
+}
+
+// TestEvictionByAnotherProcessIsReported: a session another process's
+// sweep evicted is, for the process that still holds it, what an eviction
+// by its own sweep is: the next call runs in a fresh session and says the
+// state is gone and why, and the call after it does not.
+func TestEvictionByAnotherProcessIsReported(t *testing.T) {
+	t.Parallel()
+	m, sweep := sweepers(t, time.Second, true)
+	mustExec(t, m, "idle", "x = 1")
+	sweep()
+	waitGone(t, m, "idle")
+	res, err := m.Exec(context.Background(), "idle", "'x' in globals()")
+	if err != nil {
+		t.Fatalf("first call after another process evicted the session: %v; want a fresh session that says the state is lost", err)
+	}
+	if plain(res) != "False" || !res.StateLost || !strings.Contains(res.RestartReason, "evicted after") {
+		t.Fatalf("first call after the eviction: %q, StateLost %v, reason %q, want both to say so", plain(res), res.StateLost, res.RestartReason)
+	}
+	if res := mustExec(t, m, "idle", "y = 1"); res.StateLost {
+		t.Fatalf("the second call says the state was lost again: %+v", res)
+	}
+}
+
+// TestSessionEndedByAnotherProcess: a session another process stopped, or
+// stopped and started anew, is opened anew by the process that still
+// holds it, at its next call: never a call sent to the removed container
+// and failed. Before, that call failed with "session lost: container was
+// removed", and recorded the loss over the other process's reason.
+func TestSessionEndedByAnotherProcess(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t, nil)
+	for _, restarted := range []bool{false, true} {
+		t.Run("started again by the other="+strconv.FormatBool(restarted), func(t *testing.T) {
+			t.Parallel()
+			ns := namespace()
+			m1, m2 := managerFor(t, cfg, ns), managerFor(t, cfg, ns)
+			mustExec(t, m1, "k", "x = 1")
+			if err := m2.Stop(context.Background(), "k"); err != nil {
+				t.Fatal(err)
+			}
+			if restarted {
+				mustExec(t, m2, "k", "y = 2")
+			}
+			res, err := m1.Exec(context.Background(), "k", "'x' in globals()")
+			if err != nil {
+				t.Fatalf("first call after another process stopped the session: %v", err)
+			}
+			if plain(res) != "False" {
+				t.Fatalf("first call after another process stopped the session: x is still there (%q)", plain(res))
+			}
+			if restarted && (!res.StateLost || !strings.Contains(res.RestartReason, "another process started")) {
+				t.Fatalf("first call in the container another process started: StateLost %v, reason %q; want both to say the state is gone", res.StateLost, res.RestartReason)
+			}
+			if restarted {
+				if res := mustExec(t, m1, "k", "y"); plain(res) != "2" || res.StateLost {
+					t.Fatalf("second call: %q, StateLost %v; want the other process's y = 2, and no second notice", plain(res), res.StateLost)
+				}
+			}
+			if got := containerOf(t, m1, "k"); got != containerOf(t, m2, "k") {
+				t.Fatalf("the two processes use containers %s and %s", got, containerOf(t, m2, "k"))
+			}
+		})
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/internal/docker"
 	"github.com/agentbox/agentbox/internal/dockertest"
+	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/kernel"
 	"github.com/agentbox/agentbox/session"
 )
@@ -354,5 +355,45 @@ func TestHostileKeys(t *testing.T) {
 	}
 	if _, err := m.Exec(context.Background(), strings.Repeat("k", session.MaxKeyBytes+1), "1"); !errors.Is(err, session.ErrInvalidKey) {
 		t.Fatalf("long key: %v", err)
+	}
+}
+
+// TestEndedContainerStillThere: a container whose end another process
+// already recorded (an idle eviction, say) but that the engine still shows,
+// dead, while that process removes it, is not a new loss: the next call
+// runs in a fresh session that gives the recorded reason. Before, it failed
+// with "session lost: ... was killed (exit code 137)", and overwrote the
+// reason.
+func TestEndedContainerStillThere(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t, nil)
+	ns := namespace()
+	m1 := managerFor(t, cfg, ns)
+	mustExec(t, m1, "k", "x = 1")
+	id := containerOf(t, m1, "k")
+	m1.Close(context.Background())
+	ctx := context.Background()
+	// What the evicting process has done by then: killed it, recorded why.
+	if err := dockertest.Engine(t).KillContainer(ctx, id, "KILL"); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(ctx, cfg.ArtifactsDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.StopSession(ctx, ns, session.ID("k"), time.Now(), "idle: evicted after 3s unused (its idle timeout)"); err != nil {
+		t.Fatal(err)
+	}
+	m2 := managerFor(t, cfg, ns)
+	res, err := m2.Exec(ctx, "k", "'x' in globals()")
+	if err != nil {
+		t.Fatalf("first call on a session whose end was recorded: %v; want a fresh session", err)
+	}
+	if plain(res) != "False" || !res.StateLost || !strings.Contains(res.RestartReason, "evicted after 3s") {
+		t.Fatalf("first call: %q, StateLost %v, reason %q; want a fresh session giving the recorded reason", plain(res), res.StateLost, res.RestartReason)
+	}
+	if got := containerOf(t, m2, "k"); got == id {
+		t.Fatalf("the dead container %s serves the session", id)
 	}
 }

@@ -287,8 +287,11 @@ func (m *Manager) Renew(ctx context.Context, key string, d time.Duration) (_ tim
 // by another process counts at once. Unsure is live: the engine decides.
 func (m *Manager) checkLive(ctx context.Context, e *entry) error {
 	row, err := m.liveness(ctx, e)
-	if err != nil || row.ContainerID != e.containerID || row.Stopped {
+	if err != nil {
 		return nil
+	}
+	if row.ContainerID != e.containerID || row.Stopped {
+		return m.endedElsewhere(ctx, e, row.ContainerID)
 	}
 	if !row.Paused.IsZero() {
 		return &Error{Op: "open", Key: e.key, ContainerID: e.containerID,
@@ -303,6 +306,44 @@ func (m *Manager) checkLive(ctx context.Context, e *entry) error {
 	}
 	return &Error{Op: "open", Key: e.key, ContainerID: e.containerID, Err: fmt.Errorf("%w at %s (its time to live)", ErrExpired, row.Expires.Local().Format(time.RFC3339))}
 }
+
+// maxEndedElsewhere bounds how often one call drops an entry that another
+// process ended and opens the key anew.
+const maxEndedElsewhere = 2
+
+// endedError means that another process ended the session of container old
+// (stopped, evicted or expired it) since this process last used it, and
+// started container now in its place if now is set.
+type endedError struct{ old, now string }
+
+func (e *endedError) Error() string {
+	if e.now != "" {
+		return fmt.Sprintf("container %s replaced by %s in another process", shortID(e.old), shortID(e.now))
+	}
+	return fmt.Sprintf("container %s ended in another process", shortID(e.old))
+}
+
+// endedElsewhere drops e (its turn held), whose container the database no
+// longer holds live (now: the container it holds instead, if any). The
+// client's stream may not show the end yet: left in place, e would send
+// the next call to a removed container and fail it, where the call after
+// this process's own eviction runs in a fresh session that says why the
+// state is gone. The caller opens the key anew.
+func (m *Manager) endedElsewhere(ctx context.Context, e *entry, now string) error {
+	m.drop(e)
+	m.recordPending(ctx, e)
+	if e.client != nil {
+		e.client.Close()
+		e.client = nil
+	}
+	if now == e.containerID {
+		now = ""
+	}
+	return &endedError{old: e.containerID, now: now}
+}
+
+// freshSuffix ends the notice of a session started in place of another.
+const freshSuffix = "; this is a fresh session, and variables and imports from before are gone"
 
 // expireIfDue removes the session container c (id) if its expiry has
 // passed, whatever it is doing: the time to live is a hard limit, where
@@ -401,12 +442,11 @@ func (m *Manager) warm(e *entry) *pooled {
 // freshNotice is what the first result of a fresh session says about the
 // one before it, which ended for reason; "" when nothing needs saying.
 func freshNotice(reason string) string {
-	const fresh = "; this is a fresh session, and variables and imports from before are gone"
 	switch {
 	case strings.HasPrefix(reason, stopIdle):
-		return "the session " + strings.TrimPrefix(strings.TrimPrefix(reason, stopIdle), ": ") + fresh
+		return "the session " + strings.TrimPrefix(strings.TrimPrefix(reason, stopIdle), ": ") + freshSuffix
 	case strings.HasPrefix(reason, stopExpired):
-		return "the session " + reason + fresh
+		return "the session " + reason + freshSuffix
 	}
 	return ""
 }

@@ -146,7 +146,9 @@ func (m *Manager) evictIfIdle(ctx context.Context, id string, c Container, row s
 	// recorded before its supervisor left (see shellSupervisor), so a
 	// fresh read sees its use; a pause since is recorded before the
 	// container freezes.
-	if fresh, err := m.store.Session(ctx, m.ns, id); err == nil && fresh.ContainerID == c.ID {
+	fresh, err := m.store.Session(ctx, m.ns, id)
+	switch {
+	case err == nil && fresh.ContainerID == c.ID:
 		if !fresh.Paused.IsZero() {
 			return
 		}
@@ -155,6 +157,15 @@ func (m *Manager) evictIfIdle(ctx context.Context, id string, c Container, row s
 			if time.Since(last) <= timeout {
 				return
 			}
+		}
+	case err == nil || errors.Is(err, store.ErrNotFound):
+		// No process has recorded this container: one may be starting
+		// it (the row is written once its kernel answers, which takes a
+		// while on a loaded host), and its idle time has not begun.
+		// Only an opening that gave up leaves it so for longer than an
+		// opening may take.
+		if time.Since(c.Created) <= max(timeout, startTimeout)+listedCreatedSlack {
+			return
 		}
 	}
 	if e != nil {
@@ -196,6 +207,10 @@ func (m *Manager) runningElsewhere(ctx context.Context, id string) bool {
 	}
 	return false
 }
+
+// listedCreatedSlack is how much later than the engine's list says a
+// container may have been created: the list gives whole seconds.
+const listedCreatedSlack = time.Second
 
 // stopIdle begins the stop reason of an evicted session.
 const stopIdle = "idle"

@@ -152,3 +152,25 @@ func TestCommandSessionIsNotSwept(t *testing.T) {
 		}
 	}
 }
+
+// TestSlowStartIsNotSwept: a session whose kernel takes longer than the
+// idle timeout to answer (a loaded host) is not evicted by another
+// process's sweep while it starts: no process has recorded it yet, and its
+// idle time does not begin before it could be used. Before, the sweep
+// counted from the container's creation (in whole seconds, as the engine
+// lists it) and removed it under the opening call: "session lost".
+func TestSlowStartIsNotSwept(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t, func(c *config.Config) { c.IdleTimeout = time.Second })
+	ns := namespace()
+	managerFor(t, cfg, ns, session.WithSweepInterval(100*time.Millisecond))
+	d, cs := engineDriver(t)
+	slow := managerFor(t, cfg, ns, session.WithDriver(slowBridge{Driver: d, cs: cs, delay: 4 * time.Second}), session.WithSweepInterval(time.Hour))
+	res, err := slow.Exec(ctxMinute(t), "k", "x = 41\nx + 1")
+	if err != nil {
+		t.Fatalf("a session whose kernel answered after 4 s, under a 1 s idle timeout: %v", err)
+	}
+	if res.StateLost || plain(res) != "42" {
+		t.Fatalf("a session whose kernel answered after 4 s: %q, StateLost %v (%s)", plain(res), res.StateLost, res.RestartReason)
+	}
+}
