@@ -205,8 +205,20 @@ func (m *Manager) open(ctx context.Context, e *entry, create bool) error {
 			// Frozen, its kernel unreachable until Resume; never judged
 			// dead for it.
 			return pausedError(c.ID)
-		case err == nil && m.usable(c):
+		case err == nil && m.usable(c) && !m.endRecorded(ctx, e.id, c.ID):
 			return m.attach(ctx, e, c)
+		case err == nil && m.usable(c):
+			// Running, but another process recorded its end (an idle
+			// eviction it decided) and is about to remove it: attaching
+			// would record it live again, under a container that goes.
+			// Removed here as well, then started afresh with that reason.
+			if attempt >= maxNameRaces {
+				return fmt.Errorf("container %s: its end is recorded, but it still runs", shortID(c.ID))
+			}
+			if rmErr := m.drv.Remove(ctx, c.ID); rmErr != nil {
+				m.log.Warn("remove a container whose end is recorded", "session_id", e.id, "container_id", shortID(c.ID), "err", rmErr)
+			}
+			continue
 		case err == nil && (c.Status == "created" || c.Status == "removing"):
 			// Another process is between create and start, or removing
 			// it: never judged dead while it may still start.
@@ -234,14 +246,14 @@ func (m *Manager) open(ctx context.Context, e *entry, create bool) error {
 				}
 				continue
 			}
-			m.markStopped(ctx, e.id, "lost: "+reason)
+			m.markStopped(ctx, e.id, c.ID, "lost: "+reason)
 			return fmt.Errorf("%w: container %s %s", ErrSessionLost, shortID(c.ID), reason)
 		case !errors.Is(err, ErrContainerNotFound):
 			return err
 		}
 		row, rerr := m.store.Session(ctx, m.ns, e.id)
 		if rerr == nil && row.Stopped.IsZero() {
-			m.markStopped(ctx, e.id, "lost: removed")
+			m.markStopped(ctx, e.id, row.ContainerID, "lost: removed")
 			return fmt.Errorf("%w: container %s was removed", ErrSessionLost, shortID(row.ContainerID))
 		}
 		if !create {
@@ -342,7 +354,7 @@ func (m *Manager) attach(ctx context.Context, e *entry, c Container) (err error)
 	client, err := m.dial(ctx, c.ID)
 	var lost *lostError
 	if errors.As(err, &lost) {
-		m.markStopped(ctx, e.id, "lost: "+lost.reason)
+		m.markStopped(ctx, e.id, c.ID, "lost: "+lost.reason)
 	}
 	if err != nil {
 		return err
@@ -425,25 +437,23 @@ func (m *Manager) touch(e *entry, t time.Time) {
 	m.mu.Unlock()
 }
 
-// markStopped records that a session ended; best effort, since the caller
-// already has a better error to report.
-func (m *Manager) markStopped(ctx context.Context, id, reason string) {
-	ctx = context.WithoutCancel(ctx)
-	err := m.store.StopSession(ctx, m.ns, id, time.Now(), reason)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
+// markStopped records that session id's container containerID ended, and
+// that whatever ran in it with no result recorded never will have one; best
+// effort, since the caller already has a better error to report. A row that
+// names another container (another process replaced this one) or already
+// records an end is left alone.
+func (m *Manager) markStopped(ctx context.Context, id, containerID, reason string) {
+	ended, err := m.store.EndSession(context.WithoutCancel(ctx), m.ns, id, containerID, time.Now(), reason)
+	if err != nil {
 		m.metrics.dbFailed("stop_session")
-		m.log.Warn("record session end", "session_id", id, "err", err)
+		m.log.Warn("record session end", "session_id", id, "container_id", shortID(containerID), "err", err)
 	}
-	if err == nil {
+	if ended {
 		// Another process holding the session reads its row again at
 		// its next call, and opens it anew (see checkLive).
 		if err := m.bumpEpoch(); err != nil {
 			m.log.Warn("record session end", "session_id", id, "err", err)
 		}
-	}
-	// Whatever ran in it with no result recorded never will have one.
-	if err := m.store.LoseIntents(ctx, m.ns, id, "", "the session ended ("+reason+") before its result was recorded"); err != nil {
-		m.log.Warn("record lost executions", "session_id", id, "err", err)
 	}
 }
 

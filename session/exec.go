@@ -102,6 +102,17 @@ func (m *Manager) Exec(ctx context.Context, key, code string, opts ...ExecOption
 			release() // another caller started it meanwhile: answer as it will
 			continue
 		}
+		if errors.Is(err, store.ErrEnded) {
+			// Another process's sweep evicted it as this call began: the
+			// code never reached it, and runs in a fresh session that
+			// says why the state is gone.
+			m.endedElsewhere(ctx, e, "")
+			release()
+			if attempt < 3 {
+				continue
+			}
+			return nil, &Error{Op: "exec", Key: key, ContainerID: e.containerID, Err: fmt.Errorf("%w: execution %s did not run: another process ended each session it was about to run in", ErrSessionLost, o.id)}
+		}
 		if err != nil {
 			release()
 			m.metrics.dbFailed("begin_execution")
@@ -252,7 +263,7 @@ func (m *Manager) lose(ctx context.Context, e *entry, lost *lostError) error {
 	}
 	m.drop(e)
 	m.retire(e.containerID)
-	m.markStopped(ctx, e.id, "lost: "+lost.reason)
+	m.markStopped(ctx, e.id, e.containerID, "lost: "+lost.reason)
 	return lost
 }
 

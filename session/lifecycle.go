@@ -403,7 +403,7 @@ func (m *Manager) expire(ctx context.Context, id, containerID string, exp time.T
 	if err := m.drv.Remove(context.WithoutCancel(ctx), containerID); err != nil && !errors.Is(err, ErrContainerNotFound) {
 		m.log.Warn("expire session", "session_id", id, "err", err)
 	}
-	m.markStopped(ctx, id, reason)
+	m.markStopped(ctx, id, containerID, reason)
 	if err := m.bumpEpoch(); err != nil {
 		m.log.Warn("expire session", "session_id", id, "err", err)
 	}

@@ -147,8 +147,9 @@ func (m *Manager) evictIfIdle(ctx context.Context, id string, c Container, row s
 	// fresh read sees its use; a pause since is recorded before the
 	// container freezes.
 	fresh, err := m.store.Session(ctx, m.ns, id)
+	recorded := err == nil && fresh.ContainerID == c.ID
 	switch {
-	case err == nil && fresh.ContainerID == c.ID:
+	case recorded:
 		if !fresh.Paused.IsZero() {
 			return
 		}
@@ -167,6 +168,9 @@ func (m *Manager) evictIfIdle(ctx context.Context, id string, c Container, row s
 		if time.Since(c.Created) <= max(timeout, startTimeout)+listedCreatedSlack {
 			return
 		}
+	default:
+		m.log.Warn("sweep: read the session's last use", "session_id", id, "err", err)
+		return
 	}
 	if e != nil {
 		select {
@@ -175,20 +179,40 @@ func (m *Manager) evictIfIdle(ctx context.Context, id string, c Container, row s
 		default:
 			return
 		}
+	}
+	// Idle until now, not the sweep's start: the probe may have taken a
+	// while.
+	idle := time.Since(last).Round(time.Second)
+	reason := fmt.Sprintf("%s: evicted after %s unused (its idle timeout)", stopIdle, idle)
+	if recorded {
+		// Decided in the database, against a use another process begins
+		// meanwhile: its execution's start is refused once this holds
+		// (store.ErrEnded), and this fails once that started.
+		evicted, err := m.store.EvictSession(ctx, m.ns, id, c.ID, last, time.Now(), reason)
+		if err != nil {
+			m.log.Warn("evict idle session", "session_id", id, "err", err)
+			return
+		}
+		if !evicted {
+			return // used since, or paused, or ended by another process
+		}
+		if err := m.bumpEpoch(); err != nil {
+			m.log.Warn("evict idle session", "session_id", id, "err", err)
+		}
+	}
+	if e != nil {
 		m.drop(e)
 		if e.client != nil {
 			e.client.Close()
 		}
 	}
-	// Idle until now, not the sweep's start: the probe may have taken a
-	// while.
-	idle := time.Since(last).Round(time.Second)
 	m.log.Info("evict idle session", "session_id", id, "container_id", shortID(c.ID), "idle", idle)
 	if err := m.drv.Remove(ctx, c.ID); err != nil && !errors.Is(err, ErrContainerNotFound) {
+		// Recorded as ended: the next process to open the key removes it.
 		m.log.Warn("evict idle session", "session_id", id, "err", err)
 		return
 	}
-	m.markStopped(ctx, id, fmt.Sprintf("%s: evicted after %s unused (its idle timeout)", stopIdle, idle))
+	m.markStopped(ctx, id, c.ID, reason)
 }
 
 // runningElsewhere reports whether another live manager is running an

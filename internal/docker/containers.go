@@ -107,19 +107,41 @@ func (c *Client) CreateContainer(ctx context.Context, spec ContainerSpec) (strin
 }
 
 // RemoveContainer kills and removes a container with its anonymous volumes.
-// A container that is already gone, or being removed, counts as removed.
+// A container that is already gone counts as removed; one that another
+// caller is removing is waited for (up to removeWait), so that a nil error
+// always means the engine no longer shows it: while a removal runs, the
+// engine shows the container exited (137), not "removing".
 func (c *Client) RemoveContainer(ctx context.Context, id string) error {
 	err := c.api.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
 	if err == nil || errors.Is(c.classify(err), ErrNotFound) {
 		return nil
 	}
-	if inspect, ierr := c.api.ContainerInspect(ctx, id); ierr != nil && errors.Is(c.classify(ierr), ErrNotFound) {
-		return nil
-	} else if ierr == nil && inspect.State != nil && inspect.State.Status == "removing" {
+	inspect, ierr := c.api.ContainerInspect(ctx, id)
+	if ierr != nil && errors.Is(c.classify(ierr), ErrNotFound) {
 		return nil
 	}
-	return fmt.Errorf("remove container %s: %w", short(id), c.classify(err))
+	inProgress := strings.Contains(err.Error(), "already in progress") ||
+		(ierr == nil && inspect.State != nil && inspect.State.Status == "removing")
+	if !inProgress {
+		return fmt.Errorf("remove container %s: %w", short(id), c.classify(err))
+	}
+	wctx, cancel := context.WithTimeout(ctx, removeWait)
+	defer cancel()
+	for delay := 20 * time.Millisecond; ; delay = min(delay*2, 250*time.Millisecond) {
+		select {
+		case <-time.After(delay):
+		case <-wctx.Done():
+			return fmt.Errorf("remove container %s: another removal did not end within %s: %w", short(id), removeWait, c.classify(err))
+		}
+		if _, ierr := c.api.ContainerInspect(wctx, id); ierr != nil && errors.Is(c.classify(ierr), ErrNotFound) {
+			return nil
+		}
+	}
 }
+
+// removeWait bounds how long RemoveContainer waits for another caller's
+// removal of the same container.
+const removeWait = 30 * time.Second
 
 // KillContainer sends signal (e.g. "KILL") to the container's PID 1.
 func (c *Client) KillContainer(ctx context.Context, id, signal string) error {

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -169,5 +170,44 @@ func TestRemoveContainerTwice(t *testing.T) {
 	}
 	if err := cli.RemoveContainer(ctx, "agentbox-test-never-"+suffix(t)); err != nil {
 		t.Fatalf("RemoveContainer of a container that never existed: %v", err)
+	}
+}
+
+// TestRemoveContainerConcurrently: removers racing on one container (two
+// processes evicting the same session, say) all succeed, and none returns
+// before the container is gone: a caller that looks right after must not
+// find it dead and take that for a new loss. Before, the losers failed
+// with "removal of container ... is already in progress", or returned
+// while the engine still showed it, exited 137.
+func TestRemoveContainerConcurrently(t *testing.T) {
+	cli := dockertest.Engine(t)
+	image := dockertest.Image(t)
+	ctx := timeout(t)
+	for round := range 5 {
+		spec := imagesetup.LockedDown(image)
+		spec.Labels = map[string]string{dockertest.LabelTest: t.Name()}
+		spec.Entrypoint = []string{"sleep", "600"}
+		id, err := cli.CreateContainer(ctx, spec)
+		if err != nil {
+			t.Fatalf("CreateContainer: %v", err)
+		}
+		t.Cleanup(func() { _ = cli.RemoveContainer(context.Background(), id) })
+		errs := make(chan error, 4)
+		for range cap(errs) {
+			go func() {
+				err := cli.RemoveContainer(ctx, id)
+				if err == nil {
+					if st, ierr := cli.InspectContainer(ctx, id); !errors.Is(ierr, docker.ErrNotFound) {
+						err = fmt.Errorf("returned while the engine still shows it: %+v, %v", st, ierr)
+					}
+				}
+				errs <- err
+			}()
+		}
+		for i := range cap(errs) {
+			if err := <-errs; err != nil {
+				t.Fatalf("round %d, remover %d: %v", round, i+1, err)
+			}
+		}
 	}
 }

@@ -15,6 +15,10 @@ import (
 // execution id that was started before.
 var ErrExists = errors.New("already exists")
 
+// ErrEnded reports that the session's row records the end of the container
+// a call was about to use: another process stopped, evicted or expired it.
+var ErrEnded = errors.New("the session's container has ended")
+
 // Intent is an execution as written before its code reaches the kernel.
 type Intent struct {
 	Namespace   string
@@ -36,15 +40,28 @@ type Intent struct {
 // started before (in this session and namespace), by any process: the
 // caller must not run it.
 func (s *Store) BeginExecution(ctx context.Context, in Intent) error {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO intents
+	// Refused once the row records the end of the container (an eviction
+	// claimed by another process's sweep, say): one statement, so that
+	// either the intent or the end comes first, never both unseen.
+	res, err := s.db.ExecContext(ctx, `INSERT INTO intents
 		(namespace, session_id, exec_id, session_key, code_sha256, code, container_id, owner, started)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		in.Namespace, in.SessionID, in.ExecID, in.SessionKey, in.CodeSHA256, capText(in.Code, s.MaxCode), in.ContainerID, in.Owner, formatTime(in.Started))
+		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?
+		WHERE NOT EXISTS (SELECT 1 FROM sessions
+			WHERE namespace = ? AND id = ? AND container_id = ? AND stopped != '')`,
+		in.Namespace, in.SessionID, in.ExecID, in.SessionKey, in.CodeSHA256, capText(in.Code, s.MaxCode), in.ContainerID, in.Owner, formatTime(in.Started),
+		in.Namespace, in.SessionID, in.ContainerID)
+	var n int64
+	if err == nil {
+		n, err = res.RowsAffected()
+	}
 	if err != nil {
 		if isConstraint(err) {
 			err = ErrExists
 		}
 		return fmt.Errorf("begin execution %s/%s/%s: %w", in.Namespace, in.SessionID, in.ExecID, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("begin execution %s/%s/%s: container %.12s: %w", in.Namespace, in.SessionID, in.ExecID, in.ContainerID, ErrEnded)
 	}
 	return nil
 }

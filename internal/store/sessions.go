@@ -87,6 +87,65 @@ func (s *Store) StopSession(ctx context.Context, ns, id string, at time.Time, re
 		formatTime(at), reason, ns, id)
 }
 
+// EndSession records that container containerID of the session stopped at
+// at, for reason, and that its executions with no result recorded will
+// never have one. The row is left alone unless it still names that
+// container as live: a process that saw an old container go never ends
+// the one that replaced it, nor rewrites the reason first recorded. It
+// reports whether it ended the row.
+func (s *Store) EndSession(ctx context.Context, ns, id, containerID string, at time.Time, reason string) (bool, error) {
+	fail := func(err error) (bool, error) {
+		return false, fmt.Errorf("end session %s/%s (container %.12s): %w", ns, id, containerID, err)
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fail(err)
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, `UPDATE sessions SET stopped = ?, stop_reason = ?
+		WHERE namespace = ? AND id = ? AND container_id = ? AND stopped = ''`,
+		formatTime(at), reason, ns, id, containerID)
+	if err != nil {
+		return fail(err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fail(err)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE intents SET lost = ?
+		WHERE namespace = ? AND session_id = ? AND container_id = ? AND lost IS NULL
+		AND NOT EXISTS (SELECT 1 FROM executions x WHERE x.namespace = intents.namespace AND x.session_id = intents.session_id AND x.exec_id = intents.exec_id)`,
+		"the session ended ("+reason+") before its result was recorded", ns, id, containerID); err != nil {
+		return fail(err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fail(err)
+	}
+	return n == 1, nil
+}
+
+// EvictSession records the end of session id's container containerID for
+// idleness, if nothing used it after seen: its row's last use is no later,
+// no execution in it started later, it is not paused and has not ended. One
+// statement, so that a use that begins as the sweep decides either shows
+// here or is refused (BeginExecution). It reports whether it evicted; the
+// caller then removes the container and calls EndSession for what ran.
+func (s *Store) EvictSession(ctx context.Context, ns, id, containerID string, seen, at time.Time, reason string) (bool, error) {
+	res, err := s.db.ExecContext(ctx, `UPDATE sessions SET stopped = ?, stop_reason = ?
+		WHERE namespace = ? AND id = ? AND container_id = ? AND stopped = '' AND paused = 0 AND last_used <= ?
+		AND NOT EXISTS (SELECT 1 FROM intents i
+			WHERE i.namespace = sessions.namespace AND i.session_id = sessions.id AND i.started > ?)`,
+		formatTime(at), reason, ns, id, containerID, formatTime(seen), formatTime(seen))
+	var n int64
+	if err == nil {
+		n, err = res.RowsAffected()
+	}
+	if err != nil {
+		return false, fmt.Errorf("evict session %s/%s (container %.12s): %w", ns, id, containerID, err)
+	}
+	return n == 1, nil
+}
+
 // updateSession runs an UPDATE of one session row.
 func (s *Store) updateSession(ctx context.Context, op, ns, id, query string, args ...any) error {
 	res, err := s.db.ExecContext(ctx, query, args...)
