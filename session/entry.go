@@ -93,7 +93,7 @@ func (m *Manager) acquireWith(ctx context.Context, key string, create bool, cr *
 			<-e.turn
 			continue
 		}
-		err = m.checkLive(ctx, e)
+		err = m.checkLive(ctx, e, true)
 		var ee *endedError
 		if errors.As(err, &ee) && ended >= maxEndedElsewhere {
 			// An entry just opened whose row could not be written would
@@ -101,6 +101,7 @@ func (m *Manager) acquireWith(ctx context.Context, key string, create bool, cr *
 			err = nil
 		}
 		if errors.As(err, &ee) {
+			m.endedElsewhere(ctx, e)
 			<-e.turn
 			ended++
 			if ee.now != "" {
@@ -412,8 +413,10 @@ const usedRowEvery = time.Second
 // markUsed records that session e is used now, in memory and in the row
 // other processes' sweeps read: a command or file operation that only
 // this process knew of would leave another process to see the session
-// idle, and remove it under the call.
-func (m *Manager) markUsed(ctx context.Context, e *entry) {
+// idle, and remove it under the call. It returns store.ErrEnded if the row
+// records the end of e's container (another process's sweep decided to
+// evict it as this call began): the caller drops e and opens the key anew.
+func (m *Manager) markUsed(ctx context.Context, e *entry) error {
 	now := time.Now()
 	m.mu.Lock()
 	e.lastUsed = now
@@ -423,12 +426,19 @@ func (m *Manager) markUsed(ctx context.Context, e *entry) {
 	}
 	m.mu.Unlock()
 	if !write {
-		return
+		// Written less than usedRowEvery ago: no sweep can have found
+		// it idle since.
+		return nil
 	}
-	if err := m.store.UseSession(context.WithoutCancel(ctx), m.ns, e.id, now); err != nil && !errors.Is(err, store.ErrNotFound) {
+	err := m.store.UseSession(context.WithoutCancel(ctx), m.ns, e.id, e.containerID, now)
+	switch {
+	case errors.Is(err, store.ErrEnded):
+		return err
+	case err != nil && !errors.Is(err, store.ErrNotFound):
 		m.metrics.dbFailed("use_session")
 		m.log.Warn("record session use", "session_id", e.id, "err", err)
 	}
+	return nil
 }
 
 func (m *Manager) touch(e *entry, t time.Time) {

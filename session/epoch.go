@@ -55,17 +55,23 @@ func (m *Manager) bumpEpoch() error {
 	return nil
 }
 
-// liveness returns what the database says of e's pause and expiry (e's
-// turn held), from e's copy while the epoch has not changed.
+// liveness returns what the database says of e's pause and expiry, from
+// e's copy while the epoch has not changed.
 func (m *Manager) liveness(ctx context.Context, e *entry) (store.Liveness, error) {
 	ep, ok := m.epoch() // before the read: a change after it shows as a new epoch
-	if e.live != nil && ok && ep == e.liveEpoch {
-		return *e.live, nil
+	// Under m.mu: file operations ask without the turn.
+	m.mu.Lock()
+	live, liveEpoch := e.live, e.liveEpoch
+	m.mu.Unlock()
+	if live != nil && ok && ep == liveEpoch {
+		return *live, nil
 	}
 	l, err := m.store.SessionLiveness(ctx, m.ns, e.id)
 	if err != nil {
 		return store.Liveness{}, err
 	}
+	m.mu.Lock()
 	e.live, e.liveEpoch = &l, ep
+	m.mu.Unlock()
 	return l, nil
 }

@@ -119,6 +119,40 @@ func TestSessionEndedByAnotherProcess(t *testing.T) {
 	}
 }
 
+// TestCommandAndFileAfterAnotherProcessStopped: a shell command or a file
+// operation on a session another process stopped runs in a fresh session,
+// as an execution does, and never in (or against) the removed container.
+func TestCommandAndFileAfterAnotherProcessStopped(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t, nil)
+	for _, op := range []string{"command", "file"} {
+		t.Run(op, func(t *testing.T) {
+			t.Parallel()
+			ns := namespace()
+			m1, m2 := managerFor(t, cfg, ns), managerFor(t, cfg, ns)
+			mustRun(t, m1, "k", session.Command{Line: "echo old > /session/artifacts/mark"})
+			old := containerOf(t, m1, "k")
+			if err := m2.Stop(context.Background(), "k"); err != nil {
+				t.Fatal(err)
+			}
+			switch op {
+			case "command":
+				res := mustRun(t, m1, "k", session.Command{Line: "cat /session/artifacts/mark 2>/dev/null || echo fresh"})
+				if strings.TrimSpace(res.Stdout) != "fresh" {
+					t.Fatalf("a command after another process stopped the session: %q, want a fresh session", res.Stdout)
+				}
+			case "file":
+				if _, err := m1.WriteFile(context.Background(), "k", "/session/artifacts/new", strings.NewReader("x"), 0o644); err != nil {
+					t.Fatalf("a file write after another process stopped the session: %v", err)
+				}
+			}
+			if got := containerOf(t, m1, "k"); got == old {
+				t.Fatalf("the stopped container %s still serves the session", old)
+			}
+		})
+	}
+}
+
 // variantImage tags a copy of the sandbox image with another image id (one
 // more label), as a manager configured with another SANDBOX_IMAGE has.
 func variantImage(t *testing.T) string {

@@ -106,7 +106,7 @@ func (m *Manager) Exec(ctx context.Context, key, code string, opts ...ExecOption
 			// Another process's sweep evicted it as this call began: the
 			// code never reached it, and runs in a fresh session that
 			// says why the state is gone.
-			m.endedElsewhere(ctx, e, "")
+			m.endedElsewhere(ctx, e)
 			release()
 			if attempt < 3 {
 				continue

@@ -119,12 +119,24 @@ func (m *Manager) fileSession(ctx context.Context, key string, create bool) (*en
 	if err := checkKey(key); err != nil {
 		return nil, err
 	}
-	for {
+	for ended := 0; ; {
 		e, err := m.entry(ctx, key, create, nil)
 		if err != nil {
 			return nil, err
 		}
-		if err := m.checkLive(ctx, e); err != nil {
+		err = m.checkLive(ctx, e, false)
+		var ee *endedError
+		if errors.As(err, &ee) {
+			if ended++; ended <= maxEndedElsewhere {
+				// Its turn is not held here: the client is closed by
+				// whoever holds it, or now if nobody does.
+				m.drop(e)
+				m.closeIdle(e)
+				continue
+			}
+			err = nil // the engine decides
+		}
+		if err != nil {
 			if errors.Is(err, ErrExpired) && create {
 				continue // removed: the next round makes a fresh one
 			}
@@ -133,10 +145,18 @@ func (m *Manager) fileSession(ctx context.Context, key string, create bool) (*en
 		m.mu.Lock()
 		gone := e.gone
 		m.mu.Unlock()
-		if !gone {
-			m.markUsed(ctx, e)
-			return e, nil
+		if gone {
+			continue
 		}
+		if err := m.markUsed(ctx, e); err != nil {
+			if ended++; ended <= maxEndedElsewhere {
+				m.drop(e)
+				m.closeIdle(e)
+				continue
+			}
+			return nil, fmt.Errorf("%w: %w", ErrSessionLost, err)
+		}
+		return e, nil
 	}
 }
 

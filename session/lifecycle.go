@@ -281,17 +281,23 @@ func (m *Manager) Renew(ctx context.Context, key string, d time.Duration) (_ tim
 	return exp, nil
 }
 
-// checkLive refuses a session (e's turn held) that the database says is
-// paused, or that is past its expiry; the latter is removed on the way.
+// checkLive refuses a session that the database says is paused, or that
+// is past its expiry (removed on the way), or whose container another
+// process ended or replaced (an *endedError: the caller drops e). held
+// says whether the caller holds e's turn.
 // The database is asked, not this process's memory, so a pause or renewal
 // by another process counts at once. Unsure is live: the engine decides.
-func (m *Manager) checkLive(ctx context.Context, e *entry) error {
+func (m *Manager) checkLive(ctx context.Context, e *entry, held bool) error {
 	row, err := m.liveness(ctx, e)
 	if err != nil {
 		return nil
 	}
 	if row.ContainerID != e.containerID || row.Stopped {
-		return m.endedElsewhere(ctx, e, row.ContainerID)
+		ended := &endedError{old: e.containerID}
+		if row.ContainerID != e.containerID {
+			ended.now = row.ContainerID
+		}
+		return ended
 	}
 	if !row.Paused.IsZero() {
 		return &Error{Op: "open", Key: e.key, ContainerID: e.containerID,
@@ -300,8 +306,10 @@ func (m *Manager) checkLive(ctx context.Context, e *entry) error {
 	if row.Expires.IsZero() || time.Now().Before(row.Expires) {
 		return nil
 	}
-	if !m.expire(ctx, e.id, e.containerID, row.Expires, e, true, true) {
+	if !m.expire(ctx, e.id, e.containerID, row.Expires, e, true, held) {
+		m.mu.Lock()
 		e.live = nil // renewed meanwhile: read the new expiry next time
+		m.mu.Unlock()
 		return nil
 	}
 	return &Error{Op: "open", Key: e.key, ContainerID: e.containerID, Err: fmt.Errorf("%w at %s (its time to live)", ErrExpired, row.Expires.Local().Format(time.RFC3339))}
@@ -323,23 +331,19 @@ func (e *endedError) Error() string {
 	return fmt.Sprintf("container %s ended in another process", shortID(e.old))
 }
 
-// endedElsewhere drops e (its turn held), whose container the database no
-// longer holds live (now: the container it holds instead, if any). The
+// endedElsewhere drops e (its turn held), whose container another process
+// ended or replaced (checkLive's *endedError, or store.ErrEnded). The
 // client's stream may not show the end yet: left in place, e would send
 // the next call to a removed container and fail it, where the call after
 // this process's own eviction runs in a fresh session that says why the
 // state is gone. The caller opens the key anew.
-func (m *Manager) endedElsewhere(ctx context.Context, e *entry, now string) error {
+func (m *Manager) endedElsewhere(ctx context.Context, e *entry) {
 	m.drop(e)
 	m.recordPending(ctx, e)
 	if e.client != nil {
 		e.client.Close()
 		e.client = nil
 	}
-	if now == e.containerID {
-		now = ""
-	}
-	return &endedError{old: e.containerID, now: now}
 }
 
 // freshSuffix ends the notice of a session started in place of another.

@@ -99,27 +99,39 @@ func (r *CommandResult) fill(o *outcome, stdout, stderr string) {
 // kernel, so executions keep their turns. Until done is called the
 // session counts as in use and the sweep leaves it alone.
 func (m *Manager) commandSession(ctx context.Context, key string) (*entry, string, int, func(), error) {
-	e, release, err := m.acquire(ctx, key, true)
-	if err != nil {
-		return nil, "", 0, nil, err
-	}
-	id, count := e.containerID, e.execCount
-	m.mu.Lock()
-	e.commands++
-	m.mu.Unlock()
-	release()
-	// Before the supervisor starts: until it runs, another process's
-	// sweep can tell the session is in use only from its row.
-	m.markUsed(ctx, e)
-	var once sync.Once
-	return e, id, count, func() {
-		once.Do(func() {
+	for ended := 0; ; ended++ {
+		e, release, err := m.acquire(ctx, key, true)
+		if err != nil {
+			return nil, "", 0, nil, err
+		}
+		id, count := e.containerID, e.execCount
+		m.mu.Lock()
+		e.commands++
+		m.mu.Unlock()
+		// Before the supervisor starts: until it runs, another process's
+		// sweep can tell the session is in use only from its row.
+		if err := m.markUsed(ctx, e); err != nil {
 			m.mu.Lock()
 			e.commands--
-			e.lastUsed = time.Now()
 			m.mu.Unlock()
-		})
-	}, nil
+			m.endedElsewhere(ctx, e)
+			release()
+			if ended < maxEndedElsewhere {
+				continue // evicted as this call began: a fresh one
+			}
+			return nil, "", 0, nil, &Error{Op: "run", Key: key, ContainerID: id, Err: fmt.Errorf("%w: %w", ErrSessionLost, err)}
+		}
+		release()
+		var once sync.Once
+		return e, id, count, func() {
+			once.Do(func() {
+				m.mu.Lock()
+				e.commands--
+				e.lastUsed = time.Now()
+				m.mu.Unlock()
+			})
+		}, nil
+	}
 }
 
 // supervise runs cmd under the supervisor in container id, passing each

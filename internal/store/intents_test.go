@@ -143,7 +143,7 @@ func TestEvictSessionAgainstAUse(t *testing.T) {
 		}, true},
 		{"used since", func(t *testing.T, s *store.Store) {
 			put(t, s, time.Time{})
-			if err := s.UseSession(ctx, "ns", "sid", at(5*time.Second)); err != nil {
+			if err := s.UseSession(ctx, "ns", "sid", "c1", at(5*time.Second)); err != nil {
 				t.Fatal(err)
 			}
 		}, false},
@@ -180,6 +180,12 @@ func TestEvictSessionAgainstAUse(t *testing.T) {
 			}
 			if _, err := s.Intent(ctx, "ns", "sid", "late"); !errors.Is(err, store.ErrNotFound) {
 				t.Fatalf("the refused execution left an intent: %v", err)
+			}
+			if err := s.UseSession(ctx, "ns", "sid", "c1", at(11*time.Second)); !errors.Is(err, store.ErrEnded) {
+				t.Fatalf("a command or file operation begun after the eviction: %v, want ErrEnded", err)
+			}
+			if err := s.UseSession(ctx, "ns", "other", "c1", at(11*time.Second)); !errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("the use of a session with no row: %v, want ErrNotFound", err)
 			}
 		})
 	}

@@ -70,13 +70,30 @@ func (s *Store) TouchSession(ctx context.Context, ns, id string, lastUsed time.T
 		formatTime(lastUsed), executionCount, ns, id)
 }
 
-// UseSession records that the session was used at at (a command or a
-// file operation, which leave the execution count as it is). It returns
+// UseSession records that the session's container containerID was used at
+// at (a command or a file operation, which leave the execution count as it
+// is). It returns ErrEnded if the row records that container's end, or
+// names another (an eviction decided meanwhile: see EvictSession), and
 // ErrNotFound if there is no such session.
-func (s *Store) UseSession(ctx context.Context, ns, id string, at time.Time) error {
-	return s.updateSession(ctx, "use", ns, id,
-		`UPDATE sessions SET last_used = ? WHERE namespace = ? AND id = ?`,
-		formatTime(at), ns, id)
+func (s *Store) UseSession(ctx context.Context, ns, id, containerID string, at time.Time) error {
+	res, err := s.db.ExecContext(ctx, `UPDATE sessions SET last_used = max(last_used, ?)
+		WHERE namespace = ? AND id = ? AND container_id = ? AND stopped = ''`,
+		formatTime(at), ns, id, containerID)
+	var n int64
+	if err == nil {
+		n, err = res.RowsAffected()
+	}
+	if err == nil && n == 0 {
+		err = ErrNotFound
+		var one int
+		if qerr := s.db.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE namespace = ? AND id = ?`, ns, id).Scan(&one); qerr == nil {
+			err = ErrEnded
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("use session %s/%s (container %.12s): %w", ns, id, containerID, err)
+	}
+	return nil
 }
 
 // StopSession records that the session stopped at at, for reason. It returns
