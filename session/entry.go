@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/agentbox/agentbox/config"
@@ -71,7 +72,10 @@ func (m *Manager) acquireWith(ctx context.Context, key string, create bool, cr *
 	if err := checkKey(key); err != nil {
 		return nil, nil, err
 	}
-	var replaced *endedError // the last entry another process replaced
+	var (
+		endedFrom *endedError // the first entry another process ended or replaced
+		endedWhy  string      // the notice for the state it held
+	)
 	for ended := 0; ; {
 		e, err := m.entry(ctx, key, create, cr)
 		if err != nil {
@@ -103,9 +107,10 @@ func (m *Manager) acquireWith(ctx context.Context, key string, create bool, cr *
 		if errors.As(err, &ee) {
 			m.endedElsewhere(ctx, e)
 			<-e.turn
-			ended++
-			if ee.now != "" {
-				replaced = ee
+			if ended++; ended == 1 {
+				// What this process's callers last saw: their state
+				// goes with it, whatever the next round opens.
+				endedFrom, endedWhy = ee, m.endReason(ctx, e.id, ee)
 			}
 			continue
 		}
@@ -116,11 +121,10 @@ func (m *Manager) acquireWith(ctx context.Context, key string, create bool, cr *
 			}
 			return nil, nil, err
 		}
-		if replaced != nil && replaced.now == e.containerID && e.notice == "" {
-			// Opened on the container another process started in place
-			// of the one this process used: its first result here says
-			// the state from before is gone.
-			e.notice = "the session's container " + shortID(replaced.old) + " ended and another process started " + shortID(replaced.now) + " in its place" + freshSuffix
+		if endedFrom != nil && e.containerID != endedFrom.old && e.notice == "" {
+			// Opened on another container than the one this process
+			// used: never a silent fresh start, whoever started it.
+			e.notice = endedWhy
 		}
 		return e, func() { <-e.turn }, nil
 	}
@@ -206,13 +210,14 @@ func (m *Manager) open(ctx context.Context, e *entry, create bool) error {
 			// Frozen, its kernel unreachable until Resume; never judged
 			// dead for it.
 			return pausedError(c.ID)
-		case err == nil && m.usable(c) && !m.endRecorded(ctx, e.id, c.ID):
+		case err == nil && m.usable(c) && !m.endDecided(ctx, e.id, c.ID):
 			return m.attach(ctx, e, c)
 		case err == nil && m.usable(c):
-			// Running, but another process recorded its end (an idle
-			// eviction it decided) and is about to remove it: attaching
-			// would record it live again, under a container that goes.
-			// Removed here as well, then started afresh with that reason.
+			// Running, but another process decided its end (an idle
+			// eviction, a stop, an expiry) and is about to remove it:
+			// attaching would record it live again, under a container
+			// that goes. Removed here as well, then started afresh with
+			// that reason.
 			if attempt >= maxNameRaces {
 				return fmt.Errorf("container %s: its end is recorded, but it still runs", shortID(c.ID))
 			}
@@ -284,6 +289,27 @@ func (m *Manager) open(ctx context.Context, e *entry, create bool) error {
 func (m *Manager) endRecorded(ctx context.Context, id, containerID string) bool {
 	row, err := m.store.Session(ctx, m.ns, id)
 	return err == nil && row.ContainerID == containerID && !row.Stopped.IsZero()
+}
+
+// endDecided reports whether session id's row records an end of container
+// containerID that a process decided (an idle eviction, a stop, an
+// expiry), as opposed to a loss: a running container recorded as lost was
+// recorded wrongly (an older agentbox ended the row of whatever container
+// replaced the one it lost), and is attached to and recorded live again.
+func (m *Manager) endDecided(ctx context.Context, id, containerID string) bool {
+	row, err := m.store.Session(ctx, m.ns, id)
+	return err == nil && row.ContainerID == containerID && !row.Stopped.IsZero() && decidedEnd(row.StopReason)
+}
+
+// decidedEnd reports whether a recorded stop reason is one a process
+// decided, not a loss it saw.
+func decidedEnd(reason string) bool {
+	for _, p := range []string{stopIdle, stopExpired, stopStopped} {
+		if strings.HasPrefix(reason, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // maxNameRaces bounds how often open may lose the race for a key's
@@ -368,7 +394,12 @@ func (m *Manager) attach(ctx context.Context, e *entry, c Container) (err error)
 	if err == nil && row.ContainerID == c.ID {
 		e.created = row.Created
 		m.touch(e, now)
-		return nil
+		if row.Stopped.IsZero() {
+			return nil
+		}
+		// Running, so not ended (see endDecided): live again.
+		e.cr = m.creationOf(c)
+		return m.record(ctx, e)
 	}
 	e.created = c.Created
 	m.touch(e, now)
@@ -420,14 +451,18 @@ func (m *Manager) markUsed(ctx context.Context, e *entry) error {
 	now := time.Now()
 	m.mu.Lock()
 	e.lastUsed = now
-	write := now.Sub(e.usedRow) >= usedRowEvery
+	every := usedRowEvery
+	if t := m.cfg.IdleTimeout / 4; t > 0 && t < every {
+		every = t // a short idle timeout leaves less room
+	}
+	write := now.Sub(e.usedRow) >= every
 	if write {
 		e.usedRow = now
 	}
 	m.mu.Unlock()
 	if !write {
-		// Written less than usedRowEvery ago: no sweep can have found
-		// it idle since.
+		// Written a fraction of the idle timeout ago: no sweep can have
+		// found it idle since.
 		return nil
 	}
 	err := m.store.UseSession(context.WithoutCancel(ctx), m.ns, e.id, e.containerID, now)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -395,5 +396,75 @@ func TestEndedContainerStillThere(t *testing.T) {
 	}
 	if got := containerOf(t, m2, "k"); got == id {
 		t.Fatalf("the dead container %s serves the session", id)
+	}
+}
+
+// TestDecidedEndIsCarriedOut: a container whose eviction another process
+// recorded but never carried out (it died, or the engine refused the
+// removal) is removed by the next sweep, in any process: nothing can claim
+// it again. Before, every later sweep found the eviction recorded, failed
+// to claim it, and left the container running for good.
+func TestDecidedEndIsCarriedOut(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t, func(c *config.Config) { c.IdleTimeout = time.Second })
+	ns := namespace()
+	ctx := context.Background()
+	m1 := managerFor(t, cfg, ns, session.WithSweepInterval(time.Hour))
+	mustExec(t, m1, "k", "x = 1")
+	id := containerOf(t, m1, "k")
+	m1.Close(ctx)
+	st, err := store.Open(ctx, cfg.ArtifactsDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	// What the evicting process did before it died: the claim.
+	if ok, err := st.EvictSession(ctx, ns, session.ID("k"), id, time.Now(), time.Now(), "idle: evicted after 1s unused (its idle timeout)"); err != nil || !ok {
+		t.Fatalf("claim the eviction: %v, %v", ok, err)
+	}
+	managerFor(t, cfg, ns, session.WithSweepInterval(100*time.Millisecond))
+	cli := dockertest.Engine(t)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if _, err := cli.InspectContainer(ctx, id); errors.Is(err, docker.ErrNotFound) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("container %s, whose eviction is recorded, still there after 20 s of sweeps", id)
+		}
+	}
+}
+
+// TestWrongLossRecordKeepsTheSession: a running container whose row says it
+// was lost (an older agentbox ended the row of whatever container replaced
+// the one it lost) keeps its session and state, in the process that holds
+// it and in a new one, and is recorded live again. Removing it for the
+// record would destroy a live session.
+func TestWrongLossRecordKeepsTheSession(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t, nil)
+	ns := namespace()
+	ctx := context.Background()
+	m1 := managerFor(t, cfg, ns)
+	mustExec(t, m1, "k", "x = 41")
+	id := containerOf(t, m1, "k")
+	st, err := store.Open(ctx, cfg.ArtifactsDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.StopSession(ctx, ns, session.ID("k"), time.Now(), "lost: was removed"); err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range []*session.Manager{managerFor(t, cfg, ns), m1} {
+		res := mustExec(t, m, "k", "x += 1\nx")
+		if res.StateLost || plain(res) != strconv.Itoa(42+i) {
+			t.Fatalf("manager %d on a running session wrongly recorded lost: %q, StateLost %v (%s)", i+1, plain(res), res.StateLost, res.RestartReason)
+		}
+	}
+	if got := containerOf(t, m1, "k"); got != id {
+		t.Fatalf("container %s replaced by %s", id, got)
+	}
+	if row, err := st.Session(ctx, ns, session.ID("k")); err != nil || !row.Stopped.IsZero() {
+		t.Fatalf("row after the session was used again: %+v, %v; want it live", row, err)
 	}
 }

@@ -346,6 +346,23 @@ func (m *Manager) endedElsewhere(ctx context.Context, e *entry) {
 	}
 }
 
+// endReason is the notice for the state of container ee.old, which another
+// process ended or replaced: the reason its row records when it still
+// names it.
+func (m *Manager) endReason(ctx context.Context, id string, ee *endedError) string {
+	if ee.now != "" {
+		return "the session's container " + shortID(ee.old) + " ended and another process started " + shortID(ee.now) + " in its place" + freshSuffix
+	}
+	row, err := m.store.Session(ctx, m.ns, id)
+	if err == nil && row.ContainerID == ee.old && row.StopReason != "" {
+		if n := freshNotice(row.StopReason); n != "" {
+			return n
+		}
+		return "the session's container " + shortID(ee.old) + " ended in another process (" + row.StopReason + ")" + freshSuffix
+	}
+	return "the session's container " + shortID(ee.old) + " ended in another process" + freshSuffix
+}
+
 // freshSuffix ends the notice of a session started in place of another.
 const freshSuffix = "; this is a fresh session, and variables and imports from before are gone"
 

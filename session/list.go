@@ -217,7 +217,7 @@ func (m *Manager) Stop(ctx context.Context, key string) (err error) {
 	if err := m.drv.Remove(ctx, c.ID); err != nil {
 		return &Error{Op: "stop", Key: key, ContainerID: c.ID, Err: err}
 	}
-	m.markStopped(ctx, id, c.ID, "stopped")
+	m.markStopped(ctx, id, c.ID, stopStopped)
 	return nil
 }
 
@@ -252,7 +252,7 @@ func (m *Manager) StopAll(ctx context.Context) (int, error) {
 			continue
 		}
 		if id, ok := strings.CutPrefix(c.Name, m.ns+"_"); ok && !strings.HasPrefix(id, "pool_") {
-			m.markStopped(ctx, id, c.ID, "stopped")
+			m.markStopped(ctx, id, c.ID, stopStopped)
 			n++
 		}
 	}

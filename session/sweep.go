@@ -148,7 +148,11 @@ func (m *Manager) evictIfIdle(ctx context.Context, id string, c Container, row s
 	// container freezes.
 	fresh, err := m.store.Session(ctx, m.ns, id)
 	recorded := err == nil && fresh.ContainerID == c.ID
+	// Evicted (or stopped) by a process that then failed to remove it, or
+	// died first: nothing can claim it again, so it is removed here.
+	decided := recorded && !fresh.Stopped.IsZero() && decidedEnd(fresh.StopReason)
 	switch {
+	case decided:
 	case recorded:
 		if !fresh.Paused.IsZero() {
 			return
@@ -184,7 +188,7 @@ func (m *Manager) evictIfIdle(ctx context.Context, id string, c Container, row s
 	// while.
 	idle := time.Since(last).Round(time.Second)
 	reason := fmt.Sprintf("%s: evicted after %s unused (its idle timeout)", stopIdle, idle)
-	if recorded {
+	if recorded && !decided {
 		// Decided in the database, against a use another process begins
 		// meanwhile: its execution's start is refused once this holds
 		// (store.ErrEnded), and this fails once that started.
@@ -238,3 +242,6 @@ const listedCreatedSlack = time.Second
 
 // stopIdle begins the stop reason of an evicted session.
 const stopIdle = "idle"
+
+// stopStopped is the stop reason of a session stopped by a caller.
+const stopStopped = "stopped"

@@ -108,9 +108,10 @@ func (c *Client) CreateContainer(ctx context.Context, spec ContainerSpec) (strin
 
 // RemoveContainer kills and removes a container with its anonymous volumes.
 // A container that is already gone counts as removed; one that another
-// caller is removing is waited for (up to removeWait), so that a nil error
-// always means the engine no longer shows it: while a removal runs, the
-// engine shows the container exited (137), not "removing".
+// caller is removing is waited for (up to removeWait, removing it again
+// should that removal fail), so that a nil error always means the engine
+// no longer shows it: while a removal runs, the engine shows the container
+// exited (137), not "removing".
 func (c *Client) RemoveContainer(ctx context.Context, id string) error {
 	err := c.api.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
 	if err == nil || errors.Is(c.classify(err), ErrNotFound) {
@@ -133,8 +134,13 @@ func (c *Client) RemoveContainer(ctx context.Context, id string) error {
 		case <-wctx.Done():
 			return fmt.Errorf("remove container %s: another removal did not end within %s: %w", short(id), removeWait, c.classify(err))
 		}
-		if _, ierr := c.api.ContainerInspect(wctx, id); ierr != nil && errors.Is(c.classify(ierr), ErrNotFound) {
+		// Again, not only a look: the other removal may have failed.
+		err = c.api.ContainerRemove(wctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+		switch {
+		case err == nil || errors.Is(c.classify(err), ErrNotFound):
 			return nil
+		case !strings.Contains(err.Error(), "already in progress") && wctx.Err() == nil:
+			return fmt.Errorf("remove container %s: %w", short(id), c.classify(err))
 		}
 	}
 }
