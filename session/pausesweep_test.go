@@ -68,3 +68,43 @@ func TestPauseDuringSweepIsKept(t *testing.T) {
 		t.Fatalf("after resume: %q, state lost %v (%s)", plain(res), res.StateLost, res.RestartReason)
 	}
 }
+
+// TestWarmContainerAdoptedDuringSweepIsKept: a warm container handed to a
+// key while another process's sweep works from a list taken just before
+// (where it still has its warm name) is a session, not an idle warm
+// container, and keeps its state. Before, that sweep removed it under the
+// new session.
+func TestWarmContainerAdoptedDuringSweepIsKept(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t, func(c *config.Config) {
+		c.PoolSize = 1
+		c.IdleTimeout = time.Second
+	})
+	ns := namespace()
+	a := managerFor(t, cfg, ns, session.WithSweepInterval(time.Hour))
+	for deadline := time.Now().Add(time.Minute); a.PoolReady() < 1; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no warm container ready after a minute")
+		}
+	}
+	time.Sleep(1500 * time.Millisecond) // older than the idle timeout
+
+	d, cs := engineDriver(t)
+	adopted := make(chan *session.Result, 1)
+	hook := listThenAct{Driver: d, cs: cs, once: new(sync.Once), done: make(chan struct{}), act: func() {
+		adopted <- mustExec(t, a, "k", "x = 41")
+	}}
+	managerFor(t, cfg, ns, session.WithDriver(hook), session.WithSweepInterval(time.Hour)) // sweeps once, now
+	<-hook.done
+	if res := <-adopted; res.StateLost {
+		t.Fatalf("the first call: %+v", res)
+	}
+	time.Sleep(time.Second) // the rest of that sweep
+	res, err := a.Exec(ctxMinute(t), "k", "x + 1")
+	if err != nil {
+		t.Fatalf("the session made from a warm container during another process's sweep: %v", err)
+	}
+	if res.StateLost || plain(res) != "42" {
+		t.Fatalf("the session made from a warm container during another process's sweep: %q, StateLost %v (%s)", plain(res), res.StateLost, res.RestartReason)
+	}
+}

@@ -72,8 +72,9 @@ func (m *Manager) sweep(ctx context.Context) {
 			m.removeBestEffort(c.ID)
 		case pool:
 			// Another manager's warm container: evicted like an idle
-			// session, which it is.
-			if timeout > 0 && now.Sub(c.Created) > timeout {
+			// session, which it is, unless it was handed to a key since
+			// the list was taken (renamed: a session now).
+			if timeout > 0 && now.Sub(c.Created) > timeout && m.stillWarm(ctx, c.ID) {
 				m.removeBestEffort(c.ID)
 			}
 		default:
@@ -90,6 +91,13 @@ func (m *Manager) sweep(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// stillWarm reports whether container id still has a warm container's
+// name: the sweep's list may be older than its handing to a key.
+func (m *Manager) stillWarm(ctx context.Context, id string) bool {
+	c, err := m.drv.Inspect(ctx, id)
+	return err == nil && strings.HasPrefix(c.Name, m.ns+"_pool_")
 }
 
 // idleTimeoutOf returns the idle timeout container c was started with, or
