@@ -110,7 +110,8 @@ print('written', flush=True)
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
+			// Not parallel: parallel subtests queue behind every test not
+			// yet started, and would run last, at the tail of the package.
 			cfg := testConfig(t, func(c *config.Config) { c.ArtifactMaxFiles = 5000 })
 			ns := namespace()
 			m := managerFor(t, cfg, ns)

@@ -68,7 +68,8 @@ func TestRacingProcessesShareOneSession(t *testing.T) {
 	}
 	for _, n := range []int{4, 8} {
 		t.Run(fmt.Sprintf("%d processes", n), func(t *testing.T) {
-			t.Parallel()
+			// Not parallel: parallel subtests queue behind every test not
+			// yet started, and would run last, at the tail of the package.
 			cfg := testConfig(t, nil)
 			ns := namespace()
 			managerFor(t, cfg, ns) // cleans the namespace up at the end

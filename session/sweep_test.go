@@ -50,7 +50,8 @@ func TestSessionInUseStays(t *testing.T) {
 	t.Parallel()
 	for _, another := range []bool{false, true} {
 		t.Run("another process sweeps="+strconv.FormatBool(another), func(t *testing.T) {
-			t.Parallel()
+			// Not parallel: parallel subtests queue behind every test not
+			// yet started, and would run last, at the tail of the package.
 			m, sweep := sweepers(t, 2*time.Second, another)
 			mustExec(t, m, "k", "n = 0\nx = 41")
 			sweep()
@@ -78,7 +79,8 @@ func TestBusySessionIsNotSwept(t *testing.T) {
 	t.Parallel()
 	for _, another := range []bool{false, true} {
 		t.Run("another process sweeps="+strconv.FormatBool(another), func(t *testing.T) {
-			t.Parallel()
+			// Not parallel: parallel subtests queue behind every test not
+			// yet started, and would run last, at the tail of the package.
 			m, sweep := sweepers(t, 2*time.Second, another)
 			mustExec(t, m, "k", "x = 41")
 			sweep()
@@ -111,7 +113,8 @@ func TestCommandSessionIsNotSwept(t *testing.T) {
 		for _, background := range []bool{false, true} {
 			name := "another process sweeps=" + strconv.FormatBool(another) + "/background=" + strconv.FormatBool(background)
 			t.Run(name, func(t *testing.T) {
-				t.Parallel()
+				// Not parallel: parallel subtests queue behind every test not
+				// yet started, and would run last, at the tail of the package.
 				m, sweep := sweepers(t, 2*time.Second, another)
 				mustExec(t, m, "k", "x = 41")
 				sweep()
