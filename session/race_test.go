@@ -62,95 +62,102 @@ func TestHelperRacer(t *testing.T) {
 // running judged it dead and removed it, failing everyone.
 func TestRacingProcessesShareOneSession(t *testing.T) {
 	t.Parallel()
+	raceProcesses(t, 4)
+}
+
+// TestRacingEightProcessesShareOneSession is the same with eight: a test of
+// its own, so that both run beside each other and early (parallel subtests
+// queue behind every test not yet started, and would run last).
+func TestRacingEightProcessesShareOneSession(t *testing.T) {
+	t.Parallel()
+	raceProcesses(t, 8)
+}
+
+// raceProcesses races n processes on a new key, over several trials.
+func raceProcesses(t *testing.T, n int) {
 	trials := 10
 	if testing.Short() {
 		trials = 2
 	}
-	for _, n := range []int{4, 8} {
-		t.Run(fmt.Sprintf("%d processes", n), func(t *testing.T) {
-			// Not parallel: parallel subtests queue behind every test not
-			// yet started, and would run last, at the tail of the package.
-			cfg := testConfig(t, nil)
-			ns := namespace()
-			managerFor(t, cfg, ns) // cleans the namespace up at the end
-			for trial := range trials {
-				key := fmt.Sprintf("race-%d", trial)
-				args, _ := json.Marshal(map[string]any{"Config": cfg, "Namespace": ns, "Key": key})
-				var wg, ready sync.WaitGroup
-				results := make([]string, n)
-				gos := make([]io.WriteCloser, n)
-				for i := range n {
-					cmd := exec.Command(os.Args[0], "-test.run=^TestHelperRacer$", "-test.v")
-					cmd.Env = append(os.Environ(), "AGENTBOX_TEST_RACER="+string(args))
-					in, err := cmd.StdinPipe()
-					if err != nil {
-						t.Fatal(err)
-					}
-					out, err := cmd.StdoutPipe()
-					if err != nil {
-						t.Fatal(err)
-					}
-					cmd.Stderr = cmd.Stdout // one stream: what a failing racer said
-					if err := cmd.Start(); err != nil {
-						t.Fatal(err)
-					}
-					gos[i] = in
-					wg.Add(1)
-					ready.Add(1)
-					go func() {
-						defer wg.Done()
-						var all strings.Builder
-						isReady := false
-						sc := bufio.NewScanner(out)
-						for sc.Scan() {
-							all.WriteString(sc.Text() + "\n")
-							if sc.Text() == "READY" && !isReady {
-								isReady = true
-								ready.Done()
-							}
-							if r, ok := strings.CutPrefix(sc.Text(), "RESULT "); ok {
-								results[i] = r
-							}
-						}
-						if !isReady {
-							ready.Done()
-						}
-						err := cmd.Wait()
-						if results[i] == "" {
-							results[i] = fmt.Sprintf("no result (%v): %s", err, all.String())
-						}
-					}()
-				}
-				// Every racer has its manager: go, all at once.
-				ready.Wait()
-				for _, in := range gos {
-					io.WriteString(in, "go\n")
-					in.Close()
-				}
-				wg.Wait()
-				hosts := map[string]bool{}
-				for i, r := range results {
-					host, ok := strings.CutPrefix(r, "ok ")
-					if !ok {
-						t.Errorf("trial %d, process %d: %s", trial, i, r)
-						continue
-					}
-					hosts[host] = true
-				}
-				if len(hosts) > 1 {
-					t.Errorf("trial %d: %d containers served one key: %v", trial, len(hosts), hosts)
-				}
-				list, err := dockertest.Engine(t).ListContainers(context.Background(), session.LabelNamespace+"="+ns, session.LabelRole+"="+session.RoleSession)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if len(list) != trial+1 {
-					t.Errorf("trial %d: %d session containers in the namespace, want %d", trial, len(list), trial+1)
-				}
-				if t.Failed() {
-					return
-				}
+	cfg := testConfig(t, nil)
+	ns := namespace()
+	managerFor(t, cfg, ns) // cleans the namespace up at the end
+	for trial := range trials {
+		key := fmt.Sprintf("race-%d", trial)
+		args, _ := json.Marshal(map[string]any{"Config": cfg, "Namespace": ns, "Key": key})
+		var wg, ready sync.WaitGroup
+		results := make([]string, n)
+		gos := make([]io.WriteCloser, n)
+		for i := range n {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestHelperRacer$", "-test.v")
+			cmd.Env = append(os.Environ(), "AGENTBOX_TEST_RACER="+string(args))
+			in, err := cmd.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
 			}
-		})
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd.Stderr = cmd.Stdout // one stream: what a failing racer said
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			gos[i] = in
+			wg.Add(1)
+			ready.Add(1)
+			go func() {
+				defer wg.Done()
+				var all strings.Builder
+				isReady := false
+				sc := bufio.NewScanner(out)
+				for sc.Scan() {
+					all.WriteString(sc.Text() + "\n")
+					if sc.Text() == "READY" && !isReady {
+						isReady = true
+						ready.Done()
+					}
+					if r, ok := strings.CutPrefix(sc.Text(), "RESULT "); ok {
+						results[i] = r
+					}
+				}
+				if !isReady {
+					ready.Done()
+				}
+				err := cmd.Wait()
+				if results[i] == "" {
+					results[i] = fmt.Sprintf("no result (%v): %s", err, all.String())
+				}
+			}()
+		}
+		// Every racer has its manager: go, all at once.
+		ready.Wait()
+		for _, in := range gos {
+			io.WriteString(in, "go\n")
+			in.Close()
+		}
+		wg.Wait()
+		hosts := map[string]bool{}
+		for i, r := range results {
+			host, ok := strings.CutPrefix(r, "ok ")
+			if !ok {
+				t.Errorf("trial %d, process %d: %s", trial, i, r)
+				continue
+			}
+			hosts[host] = true
+		}
+		if len(hosts) > 1 {
+			t.Errorf("trial %d: %d containers served one key: %v", trial, len(hosts), hosts)
+		}
+		list, err := dockertest.Engine(t).ListContainers(context.Background(), session.LabelNamespace+"="+ns, session.LabelRole+"="+session.RoleSession)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list) != trial+1 {
+			t.Errorf("trial %d: %d session containers in the namespace, want %d", trial, len(list), trial+1)
+		}
+		if t.Failed() {
+			return
+		}
 	}
 }

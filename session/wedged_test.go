@@ -90,7 +90,8 @@ func TestStoppedInitIsALostSession(t *testing.T) {
 			if dockertest.IsGVisor() && strings.HasPrefix(c.name, "stopped, then") {
 				t.Skip("under gVisor the stopped process is the sandbox's whole kernel, and the engine blocks on that container (inspect, rename, exec) until it runs again; only the host can do this, and a new process cannot tell it from a slow engine (README, gVisor)")
 			}
-			t.Parallel()
+			// Not parallel: parallel subtests queue behind every test not
+			// yet started, and would run last, at the tail of the package.
 			cfg := testConfig(t, func(c *config.Config) { c.InterruptGrace = grace })
 			ns := namespace()
 			m := managerFor(t, cfg, ns)
