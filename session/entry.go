@@ -210,9 +210,10 @@ func (m *Manager) open(ctx context.Context, e *entry, create bool) error {
 			// Frozen, its kernel unreachable until Resume; never judged
 			// dead for it.
 			return pausedError(c.ID)
-		case err == nil && m.usable(c) && !m.endDecided(ctx, e.id, c.ID):
-			return m.attach(ctx, e, c)
 		case err == nil && m.usable(c):
+			if reason, ended := m.recordedEnd(ctx, e.id, c.ID); !ended || !decidedEnd(reason) {
+				return m.attach(ctx, e, c)
+			}
 			// Running, but another process decided its end (an idle
 			// eviction, a stop, an expiry) and is about to remove it:
 			// attaching would record it live again, under a container
@@ -236,7 +237,7 @@ func (m *Manager) open(ctx context.Context, e *entry, create bool) error {
 			// Stopped, killed, or from an image this program cannot use:
 			// its state is gone either way.
 			reason := deathReason(c, m.image.ID)
-			ended := m.endRecorded(ctx, e.id, c.ID)
+			_, ended := m.recordedEnd(ctx, e.id, c.ID)
 			if rmErr := m.drv.Remove(ctx, c.ID); rmErr != nil && !ended {
 				return rmErr
 			}
@@ -284,21 +285,17 @@ func (m *Manager) open(ctx context.Context, e *entry, create bool) error {
 	}
 }
 
-// endRecorded reports whether session id's row records the end of
-// container containerID.
-func (m *Manager) endRecorded(ctx context.Context, id, containerID string) bool {
+// recordedEnd returns the stop reason session id's row records for
+// container containerID, and whether it records an end of that container
+// at all. A running container recorded as lost, not ended by a decision
+// (see decidedEnd), was recorded wrongly: an older agentbox ended the row
+// of whatever container replaced the one it lost.
+func (m *Manager) recordedEnd(ctx context.Context, id, containerID string) (string, bool) {
 	row, err := m.store.Session(ctx, m.ns, id)
-	return err == nil && row.ContainerID == containerID && !row.Stopped.IsZero()
-}
-
-// endDecided reports whether session id's row records an end of container
-// containerID that a process decided (an idle eviction, a stop, an
-// expiry), as opposed to a loss: a running container recorded as lost was
-// recorded wrongly (an older agentbox ended the row of whatever container
-// replaced the one it lost), and is attached to and recorded live again.
-func (m *Manager) endDecided(ctx context.Context, id, containerID string) bool {
-	row, err := m.store.Session(ctx, m.ns, id)
-	return err == nil && row.ContainerID == containerID && !row.Stopped.IsZero() && decidedEnd(row.StopReason)
+	if err != nil || row.ContainerID != containerID || row.Stopped.IsZero() {
+		return "", false
+	}
+	return row.StopReason, true
 }
 
 // decidedEnd reports whether a recorded stop reason is one a process
@@ -397,7 +394,7 @@ func (m *Manager) attach(ctx context.Context, e *entry, c Container) (err error)
 		if row.Stopped.IsZero() {
 			return nil
 		}
-		// Running, so not ended (see endDecided): live again.
+		// Running, so not ended (see recordedEnd): live again.
 		e.cr = m.creationOf(c)
 		return m.record(ctx, e)
 	}
