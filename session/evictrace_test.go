@@ -1,32 +1,12 @@
 package session_test
 
 import (
-	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/agentbox/agentbox/config"
-	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/session"
 )
-
-// probeThenAct is the real engine whose first command, once armed, runs
-// act before it starts: for a sweep, that is its look for commands in a
-// session it found idle, after it found no execution in progress and
-// before it reads the session's last use again and removes it.
-type probeThenAct struct {
-	session.Driver
-	cs   commandStreamer
-	once *sync.Once
-	act  func()
-}
-
-func (d probeThenAct) StreamCommand(ctx context.Context, id, user string, cmd []string) (session.CommandStream, error) {
-	d.once.Do(d.act)
-	return d.cs.StreamCommand(ctx, id, user, cmd)
-}
 
 // TestExecBegunAsTheSweepDecidesIsKept: an execution that begins in one
 // process while another process's sweep is deciding to evict the session
@@ -36,18 +16,9 @@ func (d probeThenAct) StreamCommand(ctx context.Context, id, user string, cmd []
 // running code: "session lost: container ... was removed".
 func TestExecBegunAsTheSweepDecidesIsKept(t *testing.T) {
 	t.Parallel()
-	cfg := testConfig(t, func(c *config.Config) { c.IdleTimeout = time.Second })
-	ns := namespace()
+	cfg, ns, a := idleSession(t, "x = 41")
 	ctx := ctxMinute(t)
-	a := managerFor(t, cfg, ns, session.WithSweepInterval(time.Hour))
-	mustExec(t, a, "k", "x = 41")
-	time.Sleep(1500 * time.Millisecond) // idle past its timeout
-
-	st, err := store.Open(ctx, cfg.ArtifactsDB)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStore(t, cfg)
 	type outcome struct {
 		res *session.Result
 		err error
@@ -66,8 +37,7 @@ func TestExecBegunAsTheSweepDecidesIsKept(t *testing.T) {
 		}
 		t.Error("the execution never started")
 	}
-	d, cs := engineDriver(t)
-	managerFor(t, cfg, ns, session.WithDriver(probeThenAct{Driver: d, cs: cs, once: new(sync.Once), act: begin}), session.WithSweepInterval(time.Hour)) // sweeps once, now
+	managerFor(t, cfg, ns, session.WithDriver(hookEngine(t, beforeCommand, begin)), session.WithSweepInterval(time.Hour)) // sweeps once, now
 	got := <-done
 	if got.err != nil {
 		t.Fatalf("an execution begun as another process's sweep decided: %v", got.err)
@@ -80,53 +50,23 @@ func TestExecBegunAsTheSweepDecidesIsKept(t *testing.T) {
 	}
 }
 
-// removeThenAct is the real engine whose first Remove, once armed, runs act
-// before it removes: for a sweep, that is right after it decided the
-// eviction.
-type removeThenAct struct {
-	session.Driver
-	cs   commandStreamer
-	once *sync.Once
-	act  func()
-}
-
-func (d removeThenAct) StreamCommand(ctx context.Context, id, user string, cmd []string) (session.CommandStream, error) {
-	return d.cs.StreamCommand(ctx, id, user, cmd)
-}
-
-func (d removeThenAct) Remove(ctx context.Context, id string) error {
-	d.once.Do(d.act)
-	return d.Driver.Remove(ctx, id)
-}
-
 // TestExecAfterTheSweepDecidedRunsFresh: a call that reaches a session
 // after another process's sweep decided to evict it, but before the
 // container is gone, runs in a fresh session that says why, and never in
 // the container that is about to go (where its result would be lost).
 func TestExecAfterTheSweepDecidedRunsFresh(t *testing.T) {
 	t.Parallel()
-	cfg := testConfig(t, func(c *config.Config) { c.IdleTimeout = time.Second })
-	ns := namespace()
+	cfg, ns, a := idleSession(t, "x = 41")
 	ctx := ctxMinute(t)
-	a := managerFor(t, cfg, ns, session.WithSweepInterval(time.Hour))
-	mustExec(t, a, "k", "x = 41")
 	old := containerOf(t, a, "k")
-	time.Sleep(1500 * time.Millisecond) // idle past its timeout
-
 	var (
 		res *session.Result
 		err error
 	)
-	used := make(chan struct{})
-	use := func() {
-		defer close(used)
-		res, err = a.Exec(ctx, "k", "'x' in globals()")
-	}
-	d, cs := engineDriver(t)
-	hook := removeThenAct{Driver: d, cs: cs, once: new(sync.Once), act: use}
+	hook := hookEngine(t, beforeRemove, func() { res, err = a.Exec(ctx, "k", "'x' in globals()") })
 	managerFor(t, cfg, ns, session.WithDriver(hook), session.WithSweepInterval(time.Hour)) // sweeps once, now
 	select {
-	case <-used:
+	case <-hook.done:
 	case <-time.After(30 * time.Second):
 		t.Fatal("the sweep did not evict the idle session")
 	}

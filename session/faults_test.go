@@ -14,7 +14,6 @@ import (
 	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/internal/docker"
 	"github.com/agentbox/agentbox/internal/dockertest"
-	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/kernel"
 	"github.com/agentbox/agentbox/session"
 )
@@ -378,11 +377,7 @@ func TestEndedContainerStillThere(t *testing.T) {
 	if err := dockertest.Engine(t).KillContainer(ctx, id, "KILL"); err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open(ctx, cfg.ArtifactsDB)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStore(t, cfg)
 	if err := st.StopSession(ctx, ns, session.ID("k"), time.Now(), "idle: evicted after 3s unused (its idle timeout)"); err != nil {
 		t.Fatal(err)
 	}
@@ -413,11 +408,7 @@ func TestDecidedEndIsCarriedOut(t *testing.T) {
 	mustExec(t, m1, "k", "x = 1")
 	id := containerOf(t, m1, "k")
 	m1.Close(ctx)
-	st, err := store.Open(ctx, cfg.ArtifactsDB)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStore(t, cfg)
 	// What the evicting process did before it died: the claim.
 	if ok, err := st.EvictSession(ctx, ns, session.ID("k"), id, time.Now(), time.Now(), "idle: evicted after 1s unused (its idle timeout)"); err != nil || !ok {
 		t.Fatalf("claim the eviction: %v, %v", ok, err)
@@ -447,11 +438,7 @@ func TestWrongLossRecordKeepsTheSession(t *testing.T) {
 	m1 := managerFor(t, cfg, ns)
 	mustExec(t, m1, "k", "x = 41")
 	id := containerOf(t, m1, "k")
-	st, err := store.Open(ctx, cfg.ArtifactsDB)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStore(t, cfg)
 	if err := st.StopSession(ctx, ns, session.ID("k"), time.Now(), "lost: was removed"); err != nil {
 		t.Fatal(err)
 	}

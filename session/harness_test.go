@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/internal/dockertest"
+	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/session"
 )
 
@@ -94,4 +95,16 @@ func plain(res *session.Result) string {
 		}
 	}
 	return ""
+}
+
+// openStore opens cfg's database, as another process would, until the
+// test ends.
+func openStore(t *testing.T, cfg config.Config) *store.Store {
+	t.Helper()
+	st, err := store.Open(context.Background(), cfg.ArtifactsDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
 }

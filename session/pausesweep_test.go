@@ -10,28 +10,69 @@ import (
 	"github.com/agentbox/agentbox/session"
 )
 
-// listThenAct is the real engine whose next List, once armed, runs act
-// after taking its snapshot: the caller then works from a list that is
-// out of date, as a sweep on a loaded machine does.
-type listThenAct struct {
+// hookPoint is where in a sweep a hookedEngine runs its act.
+type hookPoint int
+
+const (
+	afterList     hookPoint = iota // the sweep then works from a list out of date
+	beforeCommand                  // its look for commands in a session it found idle
+	beforeRemove                   // right after it decided to remove a container
+)
+
+// hookedEngine is the real engine that runs act once, at one point of the
+// first sweep of a manager made with it, as another process would on a
+// loaded machine; done closes once act returned.
+type hookedEngine struct {
 	session.Driver
 	cs   commandStreamer
-	once *sync.Once
+	at   hookPoint
 	act  func()
+	once *sync.Once
 	done chan struct{}
 }
 
-func (d listThenAct) StreamCommand(ctx context.Context, id, user string, cmd []string) (session.CommandStream, error) {
+// hookEngine returns the real engine running act once at point at.
+func hookEngine(t *testing.T, at hookPoint, act func()) hookedEngine {
+	t.Helper()
+	d, cs := engineDriver(t)
+	return hookedEngine{Driver: d, cs: cs, at: at, act: act, once: new(sync.Once), done: make(chan struct{})}
+}
+
+func (d hookedEngine) fire(at hookPoint) {
+	if at == d.at {
+		d.once.Do(func() {
+			d.act()
+			close(d.done)
+		})
+	}
+}
+
+func (d hookedEngine) List(ctx context.Context, labels map[string]string) ([]session.Container, error) {
+	list, err := d.Driver.List(ctx, labels)
+	d.fire(afterList)
+	return list, err
+}
+
+func (d hookedEngine) StreamCommand(ctx context.Context, id, user string, cmd []string) (session.CommandStream, error) {
+	d.fire(beforeCommand)
 	return d.cs.StreamCommand(ctx, id, user, cmd)
 }
 
-func (d listThenAct) List(ctx context.Context, labels map[string]string) ([]session.Container, error) {
-	list, err := d.Driver.List(ctx, labels)
-	d.once.Do(func() {
-		d.act()
-		close(d.done)
-	})
-	return list, err
+func (d hookedEngine) Remove(ctx context.Context, id string) error {
+	d.fire(beforeRemove)
+	return d.Driver.Remove(ctx, id)
+}
+
+// idleSession starts session "k" (code run in it) on a manager that never
+// sweeps, under a 1 s idle timeout, and leaves it idle past that timeout.
+func idleSession(t *testing.T, code string) (config.Config, string, *session.Manager) {
+	t.Helper()
+	cfg := testConfig(t, func(c *config.Config) { c.IdleTimeout = time.Second })
+	ns := namespace()
+	a := managerFor(t, cfg, ns, session.WithSweepInterval(time.Hour))
+	mustExec(t, a, "k", code)
+	time.Sleep(1500 * time.Millisecond)
+	return cfg, ns, a
 }
 
 // TestPauseDuringSweepIsKept: a session paused while another process's
@@ -40,17 +81,11 @@ func (d listThenAct) List(ctx context.Context, labels map[string]string) ([]sess
 // asked about commands, and removed it: "evicted after -1s unused".
 func TestPauseDuringSweepIsKept(t *testing.T) {
 	t.Parallel()
-	cfg := testConfig(t, func(c *config.Config) { c.IdleTimeout = time.Second })
-	ns := namespace()
+	cfg, ns, a := idleSession(t, "x = 'kept'")
 	ctx := ctxMinute(t)
-	a := managerFor(t, cfg, ns, session.WithSweepInterval(time.Hour))
-	mustExec(t, a, "k", "x = 'kept'")
 	id := containerOf(t, a, "k")
-	time.Sleep(1500 * time.Millisecond) // idle past its timeout
-
-	d, cs := engineDriver(t)
 	paused := make(chan error, 1)
-	hook := listThenAct{Driver: d, cs: cs, once: new(sync.Once), done: make(chan struct{}), act: func() { paused <- a.Pause(ctx, "k") }}
+	hook := hookEngine(t, afterList, func() { paused <- a.Pause(ctx, "k") })
 	managerFor(t, cfg, ns, session.WithDriver(hook), session.WithSweepInterval(time.Hour)) // sweeps once, now
 	<-hook.done
 	if err := <-paused; err != nil {
@@ -89,11 +124,8 @@ func TestWarmContainerAdoptedDuringSweepIsKept(t *testing.T) {
 	}
 	time.Sleep(1500 * time.Millisecond) // older than the idle timeout
 
-	d, cs := engineDriver(t)
 	adopted := make(chan *session.Result, 1)
-	hook := listThenAct{Driver: d, cs: cs, once: new(sync.Once), done: make(chan struct{}), act: func() {
-		adopted <- mustExec(t, a, "k", "x = 41")
-	}}
+	hook := hookEngine(t, afterList, func() { adopted <- mustExec(t, a, "k", "x = 41") })
 	managerFor(t, cfg, ns, session.WithDriver(hook), session.WithSweepInterval(time.Hour)) // sweeps once, now
 	<-hook.done
 	if res := <-adopted; res.StateLost {
