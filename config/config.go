@@ -224,8 +224,10 @@ type Config struct {
 	// CacheShared (every session of every namespace), CacheNamespace (the
 	// sessions of one namespace) or CacheSession (one session key: the
 	// fetcher is asked for, and can authorize, every key).
-	// DATASET_CACHE_SCOPE, default shared (also when empty in code); any
-	// letter case is accepted.
+	// DATASET_CACHE_SCOPE, default session (also when empty in code); any
+	// letter case is accepted. shared and namespace serve a dataset one
+	// key's session selected to other keys' sessions without asking the
+	// fetcher: agentbox serve refuses them when it has API keys (tenants).
 	DatasetCacheScope string
 	// ExportDir is the host directory exports are copied to.
 	// EXPORT_DIR, default ./exports; absolute after loading.
@@ -380,7 +382,7 @@ func Default() Config {
 		ArtifactFigures:        true,
 		DatasetsAPITimeout:     300 * time.Second,
 		DatasetMaxMB:           1024,
-		DatasetCacheScope:      CacheShared,
+		DatasetCacheScope:      CacheSession,
 		ExportDir:              "./exports",
 		FilesMaxFileMB:         1024,
 		FilesMaxCallMB:         2048,
@@ -951,7 +953,7 @@ func baseSpecs() []spec {
 		intSpec("DATASET_MAX_MB", "largest dataset fetched, in MiB", 1024, 1, 1<<20,
 			func(c *Config) *int { return &c.DatasetMaxMB }),
 		{
-			name: "DATASET_CACHE_SCOPE", def: CacheShared, want: wantCacheScope,
+			name: "DATASET_CACHE_SCOPE", def: CacheSession, want: wantCacheScope,
 			help: "which sessions share a dataset fetched once: shared (all), namespace, or session (the fetcher sees, and can authorize, every key)",
 			set: func(c *Config, v string) bool {
 				v = strings.ToLower(v)

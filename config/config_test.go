@@ -124,7 +124,7 @@ func TestDefaults(t *testing.T) {
 		{"DATASETS_API_TOKEN", c.DatasetsAPIToken, ""},
 		{"DATASETS_API_TIMEOUT_S", c.DatasetsAPITimeout, 300 * time.Second},
 		{"DATASET_MAX_MB", c.DatasetMaxMB, 1024},
-		{"DATASET_CACHE_SCOPE", c.DatasetCacheScope, config.CacheShared},
+		{"DATASET_CACHE_SCOPE", c.DatasetCacheScope, config.CacheSession},
 		{"EXPORT_DIR", filepath.Base(c.ExportDir), "exports"},
 		{"FILES_MAX_FILE_MB", c.FilesMaxFileMB, 1024},
 		{"FILES_MAX_CALL_MB", c.FilesMaxCallMB, 2048},

@@ -3,6 +3,7 @@ package server_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -372,5 +373,38 @@ func TestMetricsNeedTheirKey(t *testing.T) {
 	addr, _ = fakeServer(t, cfg, nil, server.Options{})
 	if code, _, body := send(t, addr, "GET", "/metrics", nil, ""); code != 200 {
 		t.Errorf("/metrics on a keyless loopback server: %d %s", code, body)
+	}
+}
+
+// TestRefusesSharedDatasetsWithKeys: tenants never share a dataset cache;
+// a server with keys refuses the scopes that would.
+func TestRefusesSharedDatasetsWithKeys(t *testing.T) {
+	for _, scope := range []string{config.CacheShared, config.CacheNamespace} {
+		cfg := config.Default()
+		cfg.DatasetCacheScope = scope
+		dir := t.TempDir()
+		cfg.ArtifactsDB = filepath.Join(dir, "artifacts.db")
+		cfg.SessionsRoot = filepath.Join(dir, "sessions")
+		cfg.BlobstoreDir = filepath.Join(dir, "blobstore")
+		m, err := session.NewManager(context.Background(), cfg, session.WithDriver(sessiontest.NewDriver()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A server that starts anyway serves until this ends.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err = server.Run(ctx, cfg, m, server.Mounts{}, server.Options{Keys: tenant.NewKeys([]string{guardKey}), Listener: ln})
+		cancel()
+		if !errors.Is(err, server.ErrSharedDatasets) || !strings.Contains(err.Error(), "DATASET_CACHE_SCOPE") {
+			t.Errorf("DATASET_CACHE_SCOPE=%s with keys: %v, want ErrSharedDatasets", scope, err)
+		}
+	}
+	cfg := config.Default()
+	cfg.DatasetCacheScope = config.CacheShared
+	if addr, _ := fakeServer(t, cfg, nil, server.Options{}); addr == "" {
+		t.Error("a keyless server (one tenant) may share its cache")
 	}
 }

@@ -89,6 +89,10 @@ const TokenSecretFileName = ".sandbox-token-secret"
 // API key: anyone who can reach it could run code.
 var ErrOpenWithoutKeys = errors.New("no API key configured: set SERVE_API_KEYS or SERVE_API_KEYS_FILE, or listen on loopback only (SERVE_ADDR=127.0.0.1:8080)")
 
+// ErrSharedDatasets means the server has API keys (tenants) and a dataset
+// cache that would serve one tenant's datasets to another.
+var ErrSharedDatasets = errors.New("DATASET_CACHE_SCOPE=shared or namespace serves a dataset one tenant selected to every other without asking the fetcher: with API keys set it to session (the default)")
+
 // Options are Run's dependencies.
 type Options struct {
 	// Keys are the tenants' API keys, for the no-key check (the mounts
@@ -271,6 +275,10 @@ func Run(ctx context.Context, cfg config.Config, m *session.Manager, mounts Moun
 	nkeys := 0
 	if opts.Keys != nil {
 		nkeys = opts.Keys.Len()
+	}
+	// "" is the session scope; the Manager validated the rest.
+	if nkeys > 0 && cfg.DatasetCacheScope != "" && cfg.DatasetCacheScope != config.CacheSession {
+		return fmt.Errorf("serve with %d API keys: %w", nkeys, ErrSharedDatasets)
 	}
 	if nkeys == 0 {
 		if !loopback(ln.Addr()) {
