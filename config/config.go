@@ -280,6 +280,12 @@ type Config struct {
 	// lines and lines starting with # skipped), read when the server
 	// starts. SERVE_API_KEYS_FILE, default empty; absolute after loading.
 	ServeAPIKeysFile string
+	// SandboxTokenTTL is how long a per-sandbox execd access token lasts
+	// (the lifecycle API's endpoint call issues a new one). Revoked keys
+	// and recreated sandboxes refuse their tokens at once, whatever it
+	// is. SANDBOX_TOKEN_TTL_S, in whole seconds, default 86400, from 60
+	// to 604800.
+	SandboxTokenTTL time.Duration
 }
 
 // Values of Config.DatasetCacheScope (datasets.Scope has the same names).
@@ -369,6 +375,7 @@ func Default() Config {
 		FilesMaxFileMB:       1024,
 		FilesMaxCallMB:       2048,
 		ServeAddr:            ":8080",
+		SandboxTokenTTL:      86400 * time.Second,
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 )
 
@@ -78,6 +79,8 @@ func serveSpecs() []spec {
 				return ""
 			},
 		},
+		durationSpec("SANDBOX_TOKEN_TTL_S", "lifetime of a per-sandbox execd access token, in seconds; asking for the endpoint again renews it",
+			86400, 60, 604800, "", func(c *Config) *time.Duration { return &c.SandboxTokenTTL }),
 	}
 }
 
