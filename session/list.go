@@ -18,7 +18,7 @@ import (
 type Info struct {
 	Key            string    `json:"key"` // empty if no record names it (its history was deleted)
 	ID             string    `json:"id"`
-	ContainerID    string    `json:"container"`
+	ContainerID    string    `json:"container"` // names this incarnation: a session created again under its key has another (execd tokens rely on it)
 	State          string    `json:"state"` // List: the container's ("running", "paused", "exited", ...); Info, Start: StateRunning, StatePaused, StateStopped or StateLost
 	Created        time.Time `json:"created"`
 	LastUsed       time.Time `json:"last_used"`
