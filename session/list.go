@@ -14,11 +14,13 @@ import (
 	"github.com/agentbox/agentbox/kernel"
 )
 
-// Info describes a session.
+// Info describes a session. ContainerID names one incarnation of it: a
+// session created again under its key has another (agentbox serve's execd
+// tokens rely on that).
 type Info struct {
 	Key            string    `json:"key"` // empty if no record names it (its history was deleted)
 	ID             string    `json:"id"`
-	ContainerID    string    `json:"container"` // names this incarnation: a session created again under its key has another (execd tokens rely on it)
+	ContainerID    string    `json:"container"`
 	State          string    `json:"state"` // List: the container's ("running", "paused", "exited", ...); Info, Start: StateRunning, StatePaused, StateStopped or StateLost
 	Created        time.Time `json:"created"`
 	LastUsed       time.Time `json:"last_used"`
