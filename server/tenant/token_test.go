@@ -123,3 +123,21 @@ func FuzzVerify(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkAuthenticate is what execd does per request before the
+// Manager's Info: verify the token, check its tenant is served, compare
+// its nonce with the sandbox's container id.
+func BenchmarkAuthenticate(b *testing.B) {
+	keys := NewKeys([]string{"key-a-0123456789abcdef", "key-b-0123456789abcdef"})
+	a, _ := keys.Lookup("key-a-0123456789abcdef")
+	k := NewTokens(testSecret)
+	const cid = "4f3c2b1a0e9d8c7b6a5f4e3d2c1b0a9f8e7d6c5b4a3f2e1d0c9b8a7f6e5d4c3b"
+	tok := k.Issue(a, "sbx-0123456789", cid)
+	b.ReportAllocs()
+	for b.Loop() {
+		c, err := k.Verify(tok, "sbx-0123456789")
+		if err != nil || !keys.Serves(c.Tenant) || !c.Opens(cid) {
+			b.Fatal("refused")
+		}
+	}
+}
