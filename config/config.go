@@ -280,6 +280,22 @@ type Config struct {
 	// lines and lines starting with # skipped), read when the server
 	// starts. SERVE_API_KEYS_FILE, default empty; absolute after loading.
 	ServeAPIKeysFile string
+	// ServeAllowedHosts are more host names (the Host header, port aside)
+	// a server without API keys answers, besides loopback names and the
+	// host of its listen address: a name a proxy or /etc/hosts gives it.
+	// Any other name is refused, so that a web page cannot reach a keyless
+	// server through DNS rebinding. SERVE_ALLOWED_HOSTS, comma-separated,
+	// default none.
+	ServeAllowedHosts []string
+	// ServeMaxConnsPerClient caps the connections one client address may
+	// hold open at once; the next is answered 429 and closed. 0 means no
+	// cap. SERVE_MAX_CONNS_PER_CLIENT, default 256.
+	ServeMaxConnsPerClient int
+	// ServeMetricsKey is the bearer token GET /metrics needs on a server
+	// with API keys (the metrics count every tenant's work, so no tenant's
+	// key opens them). Empty: a server with API keys does not serve
+	// /metrics. SERVE_METRICS_KEY, default empty; secret.
+	ServeMetricsKey string
 	// SandboxTokenTTL is how long a per-sandbox execd access token lasts
 	// (the lifecycle API's endpoint call issues a new one). Revoked keys
 	// and recreated sandboxes refuse their tokens at once, whatever it
@@ -361,21 +377,22 @@ func Default() Config {
 		IdleTimeout:    2700 * time.Second,
 		MaxOutputBytes: 1 << 20,
 
-		ArtifactServerAddr:   ":8000",
-		ArtifactPublicURL:    "http://localhost:8000",
-		TokenTTL:             600 * time.Second,
-		ArtifactMaxFileMB:    100,
-		ArtifactMaxFiles:     100,
-		ArtifactMaxSessionMB: 1024,
-		ArtifactFigures:      true,
-		DatasetsAPITimeout:   300 * time.Second,
-		DatasetMaxMB:         1024,
-		DatasetCacheScope:    CacheShared,
-		ExportDir:            "./exports",
-		FilesMaxFileMB:       1024,
-		FilesMaxCallMB:       2048,
-		ServeAddr:            ":8080",
-		SandboxTokenTTL:      86400 * time.Second,
+		ArtifactServerAddr:     ":8000",
+		ArtifactPublicURL:      "http://localhost:8000",
+		TokenTTL:               600 * time.Second,
+		ArtifactMaxFileMB:      100,
+		ArtifactMaxFiles:       100,
+		ArtifactMaxSessionMB:   1024,
+		ArtifactFigures:        true,
+		DatasetsAPITimeout:     300 * time.Second,
+		DatasetMaxMB:           1024,
+		DatasetCacheScope:      CacheShared,
+		ExportDir:              "./exports",
+		FilesMaxFileMB:         1024,
+		FilesMaxCallMB:         2048,
+		ServeAddr:              ":8080",
+		ServeMaxConnsPerClient: 256,
+		SandboxTokenTTL:        86400 * time.Second,
 	}
 }
 

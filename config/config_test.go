@@ -136,6 +136,9 @@ func TestDefaults(t *testing.T) {
 		{"SERVE_ADDR", c.ServeAddr, ":8080"},
 		{"SERVE_API_KEYS", c.ServeAPIKeys, []string(nil)},
 		{"SERVE_API_KEYS_FILE", c.ServeAPIKeysFile, ""},
+		{"SERVE_ALLOWED_HOSTS", c.ServeAllowedHosts, []string(nil)},
+		{"SERVE_MAX_CONNS_PER_CLIENT", c.ServeMaxConnsPerClient, 256},
+		{"SERVE_METRICS_KEY", c.ServeMetricsKey, ""},
 		{"SANDBOX_TOKEN_TTL_S", c.SandboxTokenTTL, 86400 * time.Second},
 	}
 	var names []string

@@ -20,12 +20,15 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -54,8 +57,9 @@ type Mounts struct {
 	// Artifacts serves /artifacts/{id}?token=... (artifacts.Open); set
 	// ARTIFACT_PUBLIC_URL to this server's address so links point here.
 	Artifacts http.Handler
-	// Metrics serves GET /metrics (telemetry.MetricsHandler), unauthenticated
-	// like /healthz: its labels carry no session key or tenant.
+	// Metrics serves GET /metrics (telemetry.MetricsHandler): its labels
+	// carry no session key or tenant, but its counts are every tenant's,
+	// so a server with API keys serves it only with SERVE_METRICS_KEY.
 	Metrics http.Handler
 	// Tracing receives a server span per request, the child of the W3C
 	// trace context (traceparent) the request carries, so the Manager's
@@ -66,8 +70,8 @@ type Mounts struct {
 
 // Server timeouts. There is no read or write timeout on whole requests:
 // command and code streams last as long as the code runs, and uploads may
-// be large. A client that is slow to send its headers, or that keeps an idle
-// connection, is cut off.
+// be large. A client that is slow to send its headers or its body (see
+// DefaultBodyTimeout), or that keeps an idle connection, is cut off.
 const (
 	ReadHeaderTimeout = 10 * time.Second
 	IdleTimeout       = 2 * time.Minute
@@ -101,6 +105,9 @@ type Options struct {
 	// Ready, when set, is called with the address once the server accepts
 	// connections.
 	Ready func(addr net.Addr)
+	// BodyTimeout is how long a request body may take beyond what its
+	// size needs at MinBodyRate. 0 means DefaultBodyTimeout.
+	BodyTimeout time.Duration
 }
 
 // Keys loads the API keys cfg names (Config.APIKeys) as tenants.
@@ -135,16 +142,19 @@ func MaxBodyBytes(cfg config.Config) int64 {
 	return int64(cfg.FilesMaxCallMB)<<20 + 1<<20
 }
 
-// Handler returns the routes of mounts on one mux, each request's body
-// capped at maxBody, plus GET /healthz.
-func Handler(mounts Mounts, maxBody int64) http.Handler {
+// Handler returns the routes of mounts on one mux, plus GET /healthz,
+// behind p: requests a browser could send on a web page's behalf are
+// refused (Policy.check), bodies are capped at p.MaxBody and must arrive
+// in time, refusals close their connection, and /metrics needs its key on a
+// server with API keys.
+func Handler(mounts Mounts, p Policy) http.Handler {
 	mux := http.NewServeMux()
 	mount := func(h http.Handler, patterns ...string) {
 		if h == nil {
 			return
 		}
-		for _, p := range patterns {
-			mux.Handle(p, h)
+		for _, pat := range patterns {
+			mux.Handle(pat, h)
 		}
 	}
 	mount(mounts.OpenSandbox, "/v1/sandboxes", "/v1/sandboxes/", "/v1/snapshots", "/v1/snapshots/")
@@ -153,27 +163,61 @@ func Handler(mounts Mounts, maxBody int64) http.Handler {
 	mount(mounts.Native, "/v1/agentbox/")
 	mount(mounts.Artifacts, artifacts.DownloadPath)
 	if mounts.Metrics != nil {
-		mux.Handle("GET /metrics", mounts.Metrics)
+		mux.Handle("GET /metrics", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if no := p.metrics(r); no != nil {
+				if no.status == http.StatusUnauthorized {
+					w.Header().Set("WWW-Authenticate", `Bearer realm="agentbox metrics"`)
+				}
+				writeRefusal(w, no)
+				return
+			}
+			mounts.Metrics.ServeHTTP(w, r)
+		}))
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusNotFound)
-		_, _ = w.Write([]byte(`{"code":"NOT_FOUND","message":"no such route"}` + "\n"))
+		writeRefusal(w, &refusal{http.StatusNotFound, "NOT_FOUND", "no such route"})
 	})
-	return traced(mounts.Tracing, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength > maxBody {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusRequestEntityTooLarge)
-			_, _ = w.Write([]byte(`{"code":"REQUEST_TOO_LARGE","message":"request body too large"}` + "\n"))
+	grace := p.BodyTimeout
+	if grace <= 0 {
+		grace = DefaultBodyTimeout
+	}
+	api := traced(mounts.Tracing, mux)
+	// Outside the tracing wrapper, whose writer hides the connection from
+	// http.ResponseController (the body deadline needs it).
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		w := closingWriter{rw}
+		if p.MaxBody > 0 && r.ContentLength > p.MaxBody {
+			writeRefusal(w, &refusal{http.StatusRequestEntityTooLarge, "REQUEST_TOO_LARGE", "request body too large"})
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
-		mux.ServeHTTP(w, r)
-	}))
+		if no := p.check(r); no != nil {
+			writeRefusal(w, no)
+			return
+		}
+		if hasBody(r) {
+			r.Body = newDeadlineBody(rw, r, grace)
+		}
+		if p.MaxBody > 0 {
+			r.Body = http.MaxBytesReader(w, r.Body, p.MaxBody)
+		}
+		api.ServeHTTP(w, r)
+	})
+}
+
+// writeRefusal answers with the JSON every API of the server uses for an
+// error: {"code", "message"}.
+func writeRefusal(w http.ResponseWriter, no *refusal) {
+	w.Header().Set("Content-Type", "application/json")
+	if no.status == http.StatusForbidden || no.status == http.StatusUnsupportedMediaType {
+		w.Header().Set("Connection", "close")
+	}
+	w.WriteHeader(no.status)
+	body, _ := json.Marshal(map[string]string{"code": no.code, "message": no.message})
+	_, _ = w.Write(append(body, '\n'))
 }
 
 // traced opens a server span per request (but /healthz and /metrics, which
@@ -238,8 +282,18 @@ func Run(ctx context.Context, cfg config.Config, m *session.Manager, mounts Moun
 		log.Warn("no API key configured: every client of this loopback address is one tenant", "addr", ln.Addr().String())
 	}
 
+	policy := Policy{
+		Keyless:     nkeys == 0,
+		Hosts:       append(slices.Clip(cfg.ServeAllowedHosts), hostName(cfg.ServeAddr)),
+		MetricsKey:  cfg.ServeMetricsKey,
+		MaxBody:     MaxBodyBytes(cfg),
+		BodyTimeout: opts.BodyTimeout,
+	}
+	if u, err := url.Parse(cfg.ArtifactPublicURL); err == nil && u.Host != "" {
+		policy.Hosts = append(policy.Hosts, hostName(u.Host)) // download links name it
+	}
 	srv := &http.Server{
-		Handler:           Handler(mounts, MaxBodyBytes(cfg)),
+		Handler:           Handler(mounts, policy),
 		ReadHeaderTimeout: ReadHeaderTimeout,
 		IdleTimeout:       IdleTimeout,
 		MaxHeaderBytes:    MaxHeaderBytes,
@@ -247,7 +301,7 @@ func Run(ctx context.Context, cfg config.Config, m *session.Manager, mounts Moun
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- srv.Serve(limitPerClient(ln, cfg.ServeMaxConnsPerClient)) }()
 	log.Info("serving", "addr", ln.Addr().String(), "namespace", m.Namespace(), "keys", nkeys)
 	if opts.Ready != nil {
 		opts.Ready(ln.Addr())

@@ -152,6 +152,9 @@ func TestServeAndRestart(t *testing.T) {
 	do := func(method, url string, body io.Reader) (int, string) {
 		req, _ := http.NewRequest(method, url, body)
 		req.Header.Set(opensandbox.APIKeyHeader, "a-key-0123456789abcdef")
+		if body != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatalf("%s %s: %v", method, url, err)

@@ -36,7 +36,7 @@ func newTokenEnv(t *testing.T, tokens tenant.Tokens) *tokenEnv {
 	e := &tokenEnv{t: t, tokens: tokens}
 	e.serve = func(keys ...string) string {
 		k := tenant.NewKeys(keys)
-		srv := httptest.NewServer(server.Handler(server.APIs(m, cfg, k, tokens, nil, nil), server.MaxBodyBytes(cfg)))
+		srv := httptest.NewServer(server.Handler(server.APIs(m, cfg, k, tokens, nil, nil), server.Policy{Keyless: k.Len() == 0, MaxBody: server.MaxBodyBytes(cfg)}))
 		t.Cleanup(srv.Close)
 		return srv.URL
 	}
