@@ -26,7 +26,8 @@ func (h *Handler) authenticate(r *http.Request, id string) (tenant.Claims, *apiE
 			"the access token expired at %s: ask for the sandbox's endpoint again (GET /v1/sandboxes/%s/endpoints/{port}) for a new one",
 			claims.Expires.UTC().Format(time.RFC3339), id)
 	case err != nil:
-		return claims, errorf(http.StatusForbidden, codeForbidden, "the access token is not valid for this sandbox")
+		return claims, errorf(http.StatusForbidden, codeForbidden,
+			"the access token is not valid for this sandbox (another sandbox's, forged, or issued before this server's token secret or format changed): ask for its endpoint again (GET /v1/sandboxes/%s/endpoints/{port})", id)
 	case !h.opts.Keys.Serves(claims.Tenant):
 		return claims, errorf(http.StatusUnauthorized, codeKeyRevoked,
 			"the API key this access token was issued to is revoked (no longer configured on this server): its tokens open nothing")
