@@ -298,6 +298,12 @@ type Config struct {
 	// key opens them). Empty: a server with API keys does not serve
 	// /metrics. SERVE_METRICS_KEY, default empty; secret.
 	ServeMetricsKey string
+	// SandboxTokenTTL is how long a per-sandbox execd access token lasts
+	// (the lifecycle API's endpoint call issues a new one). Revoked keys
+	// and recreated sandboxes refuse their tokens at once, whatever it
+	// is. SANDBOX_TOKEN_TTL_S, in whole seconds, default 86400, from 60
+	// to 604800.
+	SandboxTokenTTL time.Duration
 }
 
 // Values of Config.DatasetCacheScope (datasets.Scope has the same names).
@@ -388,6 +394,7 @@ func Default() Config {
 		FilesMaxCallMB:         2048,
 		ServeAddr:              ":8080",
 		ServeMaxConnsPerClient: 256,
+		SandboxTokenTTL:        86400 * time.Second,
 	}
 }
 

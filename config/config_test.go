@@ -139,6 +139,7 @@ func TestDefaults(t *testing.T) {
 		{"SERVE_ALLOWED_HOSTS", c.ServeAllowedHosts, []string(nil)},
 		{"SERVE_MAX_CONNS_PER_CLIENT", c.ServeMaxConnsPerClient, 256},
 		{"SERVE_METRICS_KEY", c.ServeMetricsKey, ""},
+		{"SANDBOX_TOKEN_TTL_S", c.SandboxTokenTTL, 86400 * time.Second},
 	}
 	var names []string
 	for _, tt := range tests {
@@ -834,6 +835,7 @@ func TestValidate(t *testing.T) {
 			`FILES_MAX_FILE_MB="0": want an integer from 1 to 1048576`,
 			`FILES_MAX_CALL_MB="0": want an integer from 1 to 1048576`,
 			`SERVE_ADDR="": want host:port with a port from 0 to 65535, such as ":8000"`,
+			`SANDBOX_TOKEN_TTL_S="0": want an integer from 60 to 604800`,
 		}, "\n")},
 	}
 	for _, tt := range tests {

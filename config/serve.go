@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 )
 
@@ -110,6 +111,8 @@ func serveSpecs() []spec {
 				return ""
 			},
 		},
+		durationSpec("SANDBOX_TOKEN_TTL_S", "lifetime of a per-sandbox execd access token, in seconds; asking for the endpoint again renews it",
+			86400, 60, 604800, "", func(c *Config) *time.Duration { return &c.SandboxTokenTTL }),
 	}
 }
 

@@ -13,7 +13,9 @@
 // (tenant.NewKeys) and are never logged. The per-sandbox execd tokens are
 // signed with a secret kept in a file next to ARTIFACTS_DB (TokenSecretFile,
 // made on first start, owner-only), so tokens handed out before a restart
-// still work after it; delete the file to revoke them all.
+// still work after it; delete the file to revoke them all. A token also
+// ends at SANDBOX_TOKEN_TTL_S, when its key is no longer configured, and
+// when its sandbox is deleted and created again (see tenant.Tokens).
 package server
 
 import (
@@ -127,13 +129,14 @@ func TokenSecretFile(cfg config.Config) string {
 }
 
 // Tokens returns the per-sandbox token issuer of cfg, its secret read from
-// TokenSecretFile (made, owner-only, when missing).
+// TokenSecretFile (made, owner-only, when missing), its tokens lasting
+// SANDBOX_TOKEN_TTL_S.
 func Tokens(cfg config.Config) (tenant.Tokens, error) {
 	secret, err := artifacts.LoadOrCreateSecret(TokenSecretFile(cfg))
 	if err != nil {
 		return tenant.Tokens{}, fmt.Errorf("sandbox token secret: %w", err)
 	}
-	return tenant.NewTokens(secret), nil
+	return tenant.NewTokens(secret, tenant.WithTokenTTL(cfg.SandboxTokenTTL)), nil
 }
 
 // MaxBodyBytes is the largest request body the server reads, whatever the
