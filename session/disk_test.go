@@ -1,0 +1,194 @@
+package session_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/session"
+)
+
+// bindDisk is a BIND configuration with a small disk per session.
+func bindDisk(mb int) func(*config.Config) {
+	return func(c *config.Config) {
+		c.SessionStorage = config.StorageBind
+		c.SessionDiskMB = mb
+	}
+}
+
+// fillCode writes 1 MiB at a time to /session/big, up to 64 MiB, and
+// prints how it ended: "errno 28 <MiB written>" or "wrote 64".
+const fillCode = `import os
+n = 0
+try:
+    with open('/session/big', 'wb') as f:
+        for _ in range(64):
+            f.write(b'x' * (1 << 20))
+            f.flush()
+            os.fsync(f.fileno())
+            n += 1
+except OSError as e:
+    print('errno', e.errno, n)
+else:
+    print('wrote', n)
+`
+
+// TestBindDiskLimit: code in a BIND session writes past SESSION_DISK_MB.
+// The kernel stops it with ENOSPC inside the sandbox; the session keeps
+// working (it can free its space and write again), another session and the
+// history are untouched, and the host's disk never saw more than the
+// limit. Before, /session was a plain bind mount of SESSIONS_ROOT: the write
+// went on until the host's disk (and the database on it) was full.
+func TestBindDiskLimit(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t, bindDisk(32))
+	m := managerFor(t, cfg, namespace())
+	mustExec(t, m, "other", "x = 41")
+	res := mustExec(t, m, "filler", fillCode)
+	fill, res0 := res.ID, res.Stdout
+	var errno, n int
+	if _, err := fmt.Sscanf(res.Stdout, "errno %d %d", &errno, &n); err != nil || errno != int(syscall.ENOSPC) || n > 32 {
+		t.Fatalf("writing 64 MiB in a 32 MiB session: %q %v, want ENOSPC (28) before 32 MiB", res.Stdout, res.Error)
+	}
+	// The filler's own code still runs, and can free its space.
+	res = mustExec(t, m, "filler", "import os\nos.remove('/session/big')\nopen('/session/small', 'w').write('ok')\nprint(open('/session/small').read())")
+	if res.Stdout != "ok\n" || res.Error != nil {
+		t.Fatalf("after the disk was full: %q %v", res.Stdout, res.Error)
+	}
+	if res := mustExec(t, m, "other", "x + 1"); plain(res) != "42" {
+		t.Fatalf("another session after the fill: %+v", res)
+	}
+	// The history recorded everything.
+	if got, err := m.Fetch(context.Background(), "filler", fill); err != nil || got.Stdout != res0 {
+		t.Fatalf("the fill's record: %+v %v", got, err)
+	}
+}
+
+// hostMounts returns the mount points of this process's mount table under
+// dir.
+func hostMounts(t *testing.T, dir string) []string {
+	t.Helper()
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) > 4 && (fields[4] == dir || strings.HasPrefix(fields[4], dir+"/")) {
+			out = append(out, fields[4])
+		}
+	}
+	return out
+}
+
+// loopsOf returns what `losetup -j img` says: the loop devices backed by img.
+func loopsOf(t *testing.T, img string) string {
+	t.Helper()
+	out, err := exec.Command("losetup", "-j", img).CombinedOutput()
+	if err != nil {
+		t.Fatalf("losetup -j %s: %v %s", img, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// waitReleased waits until no mount is left under root and no loop device
+// is backed by img.
+func waitReleased(t *testing.T, root, img string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		mounts, loops := hostMounts(t, root), loopsOf(t, img)
+		if len(mounts) == 0 && loops == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("session ended, still held: mounts %v, loop devices %q", mounts, loops)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestBindDiskLifecycle: a BIND session's /session is a file system of its
+// own (the sandbox's mountinfo names a loop device, not the host path of
+// SESSIONS_ROOT); when the session ends (stopped, or its container removed
+// behind the manager's back and found by a new manager's sweep) no mount
+// and no loop device is left on the host, and the next session of the key
+// finds its files.
+func TestBindDiskLifecycle(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t, bindDisk(32))
+	ns := namespace()
+	m := managerFor(t, cfg, ns)
+	ctx := context.Background()
+	res := mustExec(t, m, "k", "open('/session/keep.txt', 'w').write('kept')\nprint(open('/proc/self/mountinfo').read())")
+	if strings.Contains(res.Stdout, cfg.SessionsRoot) {
+		t.Fatalf("the sandbox's mountinfo names SESSIONS_ROOT:\n%s", res.Stdout)
+	}
+	ws := filepath.Join(cfg.SessionsRoot, session.ID("k"), session.WorkspaceDir)
+	img := filepath.Join(cfg.SessionsRoot, session.ID("k"), session.DiskImage)
+	if got := hostMounts(t, cfg.SessionsRoot); len(got) != 1 || got[0] != ws {
+		t.Fatalf("host mounts under SESSIONS_ROOT: %v, want the workspace %s alone", got, ws)
+	}
+	if loopsOf(t, img) == "" {
+		t.Fatalf("no loop device backs %s", img)
+	}
+
+	if err := m.Stop(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+	waitReleased(t, cfg.SessionsRoot, img)
+	res = mustExec(t, m, "k", "print(open('/session/keep.txt').read())")
+	if res.Stdout != "kept\n" {
+		t.Fatalf("after a stop the key's files are gone: %q %v", res.Stdout, res.Error)
+	}
+
+	// The manager goes, its container is removed by someone else: a new
+	// manager's sweep releases the disk left mounted.
+	if err := m.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := exec.Command("docker", "rm", "-f", ns+"_"+session.ID("k")).Run(); err != nil {
+		t.Fatal(err)
+	}
+	m2 := managerFor(t, cfg, ns, session.WithSweepInterval(100*time.Millisecond))
+	waitReleased(t, cfg.SessionsRoot, img)
+	res = mustExec(t, m2, "k", "print(open('/session/keep.txt').read())")
+	if res.Stdout != "kept\n" {
+		t.Fatalf("after a lost container the key's files are gone: %q %v", res.Stdout, res.Error)
+	}
+}
+
+// TestBindDiskReserve: a new BIND session whose disk would leave less than
+// DISK_RESERVE_MB free on the file system of SESSIONS_ROOT is refused with
+// ErrNoSpace, naming the settings; nothing is left behind.
+func TestBindDiskReserve(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t, func(c *config.Config) {
+		bindDisk(32)(c)
+		c.DiskReserveMB = math.MaxInt32
+	})
+	m := managerFor(t, cfg, namespace())
+	_, err := m.Exec(context.Background(), "r", "pass")
+	if !errors.Is(err, session.ErrNoSpace) || !strings.Contains(err.Error(), "DISK_RESERVE_MB") {
+		t.Fatalf("a session past the reserve: %v, want ErrNoSpace naming DISK_RESERVE_MB", err)
+	}
+	if got := hostMounts(t, cfg.SessionsRoot); len(got) != 0 {
+		t.Fatalf("a refused session left mounts: %v", got)
+	}
+	if _, err := os.Stat(filepath.Join(cfg.SessionsRoot, session.ID("r"), session.DiskImage)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a refused session left its image: %v", err)
+	}
+}
