@@ -76,7 +76,7 @@ func TestBindDiskLimit(t *testing.T) {
 
 // hostMounts returns the mount points of this process's mount table under
 // dir.
-func hostMounts(t *testing.T, dir string) []string {
+func hostMounts(t testing.TB, dir string) []string {
 	t.Helper()
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
@@ -165,6 +165,9 @@ func TestBindDiskLifecycle(t *testing.T) {
 	}
 	m2 := managerFor(t, cfg, ns, session.WithSweepInterval(100*time.Millisecond))
 	waitReleased(t, cfg.SessionsRoot, img)
+	if _, err := m2.Exec(ctx, "k", "pass"); !errors.Is(err, session.ErrSessionLost) {
+		t.Fatalf("first call after the container was removed: %v, want ErrSessionLost", err)
+	}
 	res = mustExec(t, m2, "k", "print(open('/session/keep.txt').read())")
 	if res.Stdout != "kept\n" {
 		t.Fatalf("after a lost container the key's files are gone: %q %v", res.Stdout, res.Error)

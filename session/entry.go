@@ -497,6 +497,7 @@ func (m *Manager) markStopped(ctx context.Context, id, containerID, reason strin
 			m.log.Warn("record session end", "session_id", id, "err", err)
 		}
 	}
+	m.releaseDisk(context.WithoutCancel(ctx), id, m.containerName(id))
 }
 
 // dial connects to the kernel of container id, retrying while its init
