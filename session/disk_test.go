@@ -104,13 +104,13 @@ func loopsOf(t *testing.T, img string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// waitReleased waits until no mount is left under root and no loop device
-// is backed by img.
-func waitReleased(t *testing.T, root, img string) {
+// waitReleased waits until nothing is mounted at ws (nor under it) and no
+// loop device is backed by img.
+func waitReleased(t *testing.T, ws, img string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		mounts, loops := hostMounts(t, root), loopsOf(t, img)
+		mounts, loops := hostMounts(t, ws), loopsOf(t, img)
 		if len(mounts) == 0 && loops == "" {
 			return
 		}
@@ -149,7 +149,7 @@ func TestBindDiskLifecycle(t *testing.T) {
 	if err := m.Stop(ctx, "k"); err != nil {
 		t.Fatal(err)
 	}
-	waitReleased(t, cfg.SessionsRoot, img)
+	waitReleased(t, ws, img)
 	res = mustExec(t, m, "k", "print(open('/session/keep.txt').read())")
 	if res.Stdout != "kept\n" {
 		t.Fatalf("after a stop the key's files are gone: %q %v", res.Stdout, res.Error)
@@ -164,7 +164,7 @@ func TestBindDiskLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	m2 := managerFor(t, cfg, ns, session.WithSweepInterval(100*time.Millisecond))
-	waitReleased(t, cfg.SessionsRoot, img)
+	waitReleased(t, ws, img)
 	if _, err := m2.Exec(ctx, "k", "pass"); !errors.Is(err, session.ErrSessionLost) {
 		t.Fatalf("first call after the container was removed: %v, want ErrSessionLost", err)
 	}
@@ -193,5 +193,47 @@ func TestBindDiskReserve(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(cfg.SessionsRoot, session.ID("r"), session.DiskImage)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a refused session left its image: %v", err)
+	}
+}
+
+// TestPooledBindDisk: a warm container's disk becomes the key's: mounted at
+// the key's workspace, its image among the key's records, released when
+// the session stops (the warm folder gone with it), and mounted again with
+// the key's files by the next session, which a warm container cannot serve.
+func TestPooledBindDisk(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t, func(c *config.Config) {
+		bindDisk(32)(c)
+		c.PoolSize = 1
+	})
+	ns := namespace()
+	m := managerFor(t, cfg, ns)
+	waitWarm(t, ns, 1)
+	ctx := context.Background()
+	res := mustExec(t, m, "w", fillCode)
+	if !strings.HasPrefix(res.Stdout, "errno 28 ") {
+		t.Fatalf("a pooled BIND session wrote past its disk: %q %v", res.Stdout, res.Error)
+	}
+	mustExec(t, m, "w", "import os\nos.remove('/session/big')\nopen('/session/keep.txt', 'w').write('kept')")
+	ws := filepath.Join(cfg.SessionsRoot, session.ID("w"), session.WorkspaceDir)
+	img := filepath.Join(cfg.SessionsRoot, session.ID("w"), session.DiskImage)
+	if data, err := os.ReadFile(filepath.Join(ws, "keep.txt")); err != nil || string(data) != "kept" {
+		t.Fatalf("the host does not see the pooled session's files at its workspace: %q %v", data, err)
+	}
+	if loopsOf(t, img) == "" {
+		t.Fatalf("no loop device backs %s", img)
+	}
+	if err := m.Stop(ctx, "w"); err != nil {
+		t.Fatal(err)
+	}
+	waitReleased(t, ws, img)
+	for _, p := range hostMounts(t, cfg.SessionsRoot) {
+		if !strings.Contains(p, ns+"_pool_") {
+			t.Fatalf("left mounted after the pooled session stopped: %s", p)
+		}
+	}
+	res = mustExec(t, m, "w", "print(open('/session/keep.txt').read())")
+	if res.Stdout != "kept\n" {
+		t.Fatalf("after a stop the pooled key's files are gone: %q %v", res.Stdout, res.Error)
 	}
 }

@@ -44,10 +44,11 @@ func (m *Manager) createOnDisk(ctx context.Context, id string, spec Spec) (strin
 	return cid, err
 }
 
-// hasDisk reports whether session folder id has a disk image: a key that
-// ran before, whose files are there.
-func (m *Manager) hasDisk(id string) bool {
-	_, err := os.Lstat(filepath.Join(m.cfg.SessionsRoot, id, DiskImage))
+// ranBefore reports whether session folder id exists: a key that ran
+// before, whose files (on its disk image, or in a workspace from before
+// the limit) a warm container's new disk does not have.
+func (m *Manager) ranBefore(id string) bool {
+	_, err := os.Lstat(filepath.Join(m.cfg.SessionsRoot, id))
 	return err == nil
 }
 

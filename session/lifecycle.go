@@ -457,9 +457,9 @@ func (m *Manager) warm(e *entry) *pooled {
 	if e.cr != nil && e.cr.custom {
 		return nil
 	}
-	if m.diskLimited() && m.hasDisk(e.id) {
-		// The key's files are on a disk of their own, which a started
-		// container cannot be given.
+	if m.diskLimited() && m.ranBefore(e.id) {
+		// The key's files are on a disk of their own (or are to be moved
+		// onto one), which a started container cannot be given.
 		return nil
 	}
 	return m.pool.take()
