@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -207,8 +208,14 @@ func TestPooledBindDisk(t *testing.T) {
 		c.PoolSize = 1
 	})
 	ns := namespace()
-	m := managerFor(t, cfg, ns)
-	waitWarm(t, ns, 1)
+	// No sweep: what the claim and the stop leave is what stays.
+	m := managerFor(t, cfg, ns, session.WithSweepInterval(time.Hour))
+	for deadline := time.Now().Add(time.Minute); m.PoolReady() < 1; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the pool never had a warm container ready")
+		}
+	}
+	warm := hostMounts(t, cfg.SessionsRoot)
 	ctx := context.Background()
 	res := mustExec(t, m, "w", fillCode)
 	if !strings.HasPrefix(res.Stdout, "errno 28 ") {
@@ -222,6 +229,19 @@ func TestPooledBindDisk(t *testing.T) {
 	}
 	if loopsOf(t, img) == "" {
 		t.Fatalf("no loop device backs %s", img)
+	}
+	if len(warm) != 1 || slices.Contains(hostMounts(t, cfg.SessionsRoot), warm[0]) {
+		t.Fatalf("the warm disk %v is still mounted at its folder after the key took it", warm)
+	}
+	var key syscall.Stat_t
+	if err := syscall.Stat(ws, &key); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range hostMounts(t, cfg.SessionsRoot) {
+		var st syscall.Stat_t
+		if p != ws && syscall.Stat(p, &st) == nil && st.Dev == key.Dev {
+			t.Fatalf("the key's disk is still mounted at the warm folder %s", p)
+		}
 	}
 	if err := m.Stop(ctx, "w"); err != nil {
 		t.Fatal(err)

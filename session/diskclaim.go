@@ -58,6 +58,10 @@ func (m *Manager) ranBefore(id string) bool {
 // container keeps its own mount of it). warm never hands a key that has
 // an image of its own a warm container.
 func (m *Manager) claimDisk(src, dst string) error {
+	if m.ranBefore(dst) {
+		// Made since warm looked: its files are not on the warm disk.
+		return fmt.Errorf("session disk %s: the key has files of its own", dst)
+	}
 	if _, err := m.makeSessionDir(dst); err != nil {
 		return err
 	}
@@ -73,11 +77,6 @@ func (m *Manager) claimDisk(src, dst string) error {
 	from, to := filepath.Join(root, src), filepath.Join(root, dst)
 	if _, err := os.Lstat(filepath.Join(to, DiskImage)); !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("session disk %s: already has an image", dst)
-	}
-	if full, err := nonEmpty(filepath.Join(to, WorkspaceDir)); err != nil || full {
-		// A workspace from before the limit, with files a warm disk
-		// does not have.
-		return fmt.Errorf("session disk %s: its workspace holds files from before SESSION_DISK_MB", dst)
 	}
 	if err := os.Rename(filepath.Join(from, DiskImage), filepath.Join(to, DiskImage)); err != nil {
 		return fmt.Errorf("session disk %s: %w", dst, err)
