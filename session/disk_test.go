@@ -257,3 +257,91 @@ func TestPooledBindDisk(t *testing.T) {
 		t.Fatalf("after a stop the pooled key's files are gone: %q %v", res.Stdout, res.Error)
 	}
 }
+
+// smallDisk mounts a file system of mb MiB for the test (removed at its
+// end) and returns its path.
+func smallDisk(t *testing.T, mb int) string {
+	t.Helper()
+	dir := t.TempDir()
+	img, mnt := filepath.Join(dir, "disk.img"), filepath.Join(dir, "mnt")
+	for _, c := range [][]string{
+		{"fallocate", "-l", fmt.Sprintf("%dM", mb), img},
+		{"mkfs.ext4", "-q", "-F", "-m", "0", img},
+		{"mkdir", mnt},
+		{"mount", "-o", "loop", img, mnt},
+	} {
+		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %v %s", c, err, out)
+		}
+	}
+	t.Cleanup(func() {
+		if err := syscall.Unmount(mnt, syscall.MNT_DETACH); err != nil {
+			t.Errorf("unmount %s: %v", mnt, err)
+		}
+	})
+	return mnt
+}
+
+// fillDisk writes a file in dir until its file system is full, and
+// returns the file's path.
+func fillDisk(t *testing.T, dir string) string {
+	t.Helper()
+	p := filepath.Join(dir, "filler")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 1<<20)
+	for {
+		if _, err := f.Write(buf); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	// Smaller writes take the last blocks too.
+	for _, n := range []int{64 << 10, 4 << 10, 512} {
+		for {
+			if _, err := f.Write(buf[:n]); err != nil {
+				break
+			}
+		}
+	}
+	return p
+}
+
+// TestDatabaseDiskFull: the file system holding the database is full (the
+// disk a BIND session filled before there was a limit, or anything else on
+// the host). An execution, and a new session, fail with ErrNoSpace naming
+// the database's disk, which the HTTP APIs answer 507, not an internal
+// error; once space is freed they work again.
+func TestDatabaseDiskFull(t *testing.T) {
+	t.Parallel()
+	disk := smallDisk(t, 32)
+	cfg := testConfig(t, func(c *config.Config) {
+		c.ArtifactsDB = filepath.Join(disk, "artifacts.db")
+		c.BlobstoreDir = filepath.Join(disk, "blobstore")
+	})
+	m := managerFor(t, cfg, namespace())
+	ctx := context.Background()
+	mustExec(t, m, "a", "x = 1")
+	filler := fillDisk(t, disk)
+	var errs []error
+	for _, key := range []string{"a", "b"} {
+		_, err := m.Exec(ctx, key, "x = 2")
+		errs = append(errs, err)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	for i, err := range errs {
+		if !errors.Is(err, session.ErrNoSpace) || !strings.Contains(err.Error(), "ARTIFACTS_DB") || strings.Contains(err.Error(), disk) {
+			t.Errorf("exec %d on a full database disk: %v, want ErrNoSpace naming ARTIFACTS_DB and not its path", i, err)
+		}
+	}
+	if res := mustExec(t, m, "a", "x + 1"); plain(res) != "2" && plain(res) != "3" {
+		t.Fatalf("after space was freed: %+v", res)
+	}
+}
