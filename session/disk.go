@@ -103,6 +103,33 @@ func (m *Manager) checkReserve(need int64) error {
 	return nil
 }
 
+// blobRoom returns how many bytes the blobstore may still take before the
+// file system holding it keeps less than DISK_RESERVE_MB free, or -1 when
+// there is no reserve or the free space cannot be read.
+func (m *Manager) blobRoom() int64 {
+	if m.cfg.DiskReserveMB <= 0 {
+		return -1
+	}
+	st, err := statfsNearest(m.cfg.BlobstoreDir)
+	if err != nil {
+		return -1
+	}
+	return max(int64(st.Bavail)*st.Bsize-int64(m.cfg.DiskReserveMB)<<20, 0)
+}
+
+// statfsNearest is the statfs of p, or of its nearest existing parent
+// (a folder made only when first written is on that one's file system).
+func statfsNearest(p string) (syscall.Statfs_t, error) {
+	var st syscall.Statfs_t
+	for {
+		err := syscall.Statfs(p, &st)
+		if err == nil || !errors.Is(err, syscall.ENOENT) || filepath.Dir(p) == p {
+			return st, err
+		}
+		p = filepath.Dir(p)
+	}
+}
+
 // mountDisk makes sure session folder name's workspace is its own file
 // system: its image made (the first time) and mounted. The caller holds
 // the folder's lock and made the folder (makeSessionDir).

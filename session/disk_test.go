@@ -345,3 +345,18 @@ func TestDatabaseDiskFull(t *testing.T) {
 		t.Fatalf("after space was freed: %+v", res)
 	}
 }
+
+// TestArtifactsKeepReserve: an artifact that would leave less than
+// DISK_RESERVE_MB free on the blobstore's disk is not stored (said in
+// skipped_artifacts, naming the setting), and retried at the next
+// ingestion like any store failure. Before, ingestion copied every session's artifacts onto the
+// host's disk until it was full.
+func TestArtifactsKeepReserve(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t, func(c *config.Config) { c.DiskReserveMB = math.MaxInt32 })
+	m := managerFor(t, cfg, namespace())
+	res := mustExec(t, m, "a", "open('/session/artifacts/big.bin', 'wb').write(b'x' * 100000)")
+	if len(res.Artifacts) != 0 || len(res.SkippedArtifacts) != 1 || !strings.Contains(res.SkippedArtifacts[0].Reason, "DISK_RESERVE_MB") {
+		t.Fatalf("an artifact past the reserve: stored %+v, skipped %+v", res.Artifacts, res.SkippedArtifacts)
+	}
+}
