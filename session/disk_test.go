@@ -360,3 +360,23 @@ func TestArtifactsKeepReserve(t *testing.T) {
 		t.Fatalf("an artifact past the reserve: stored %+v, skipped %+v", res.Artifacts, res.SkippedArtifacts)
 	}
 }
+
+// TestBindDiskUnenforceable: a host that cannot make or mount a session's
+// disk (here, no mkfs.ext4 or mount on PATH; elsewhere, not root or no
+// loop devices) refuses to start a BIND session, naming the cause and
+// SESSION_DISK_MB, rather than running it with no limit.
+func TestBindDiskUnenforceable(t *testing.T) {
+	cfg := testConfig(t, bindDisk(32))
+	m := managerFor(t, cfg, namespace())
+	t.Setenv("PATH", t.TempDir())
+	_, err := m.Exec(context.Background(), "u", "pass")
+	if err == nil || !strings.Contains(err.Error(), "SESSION_DISK_MB") || !strings.Contains(err.Error(), "not found") {
+		t.Fatalf("a session whose disk cannot be made: %v, want a refusal naming the cause and SESSION_DISK_MB", err)
+	}
+	if list, err := m.List(context.Background()); err != nil || len(list) != 0 {
+		t.Fatalf("a refused session runs all the same: %+v %v", list, err)
+	}
+	if got := hostMounts(t, cfg.SessionsRoot); len(got) != 0 {
+		t.Fatalf("a refused session left mounts: %v", got)
+	}
+}
