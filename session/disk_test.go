@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/internal/dockertest"
 	"github.com/agentbox/agentbox/session"
 )
 
@@ -379,4 +380,39 @@ func TestBindDiskUnenforceable(t *testing.T) {
 	if got := hostMounts(t, cfg.SessionsRoot); len(got) != 0 {
 		t.Fatalf("a refused session left mounts: %v", got)
 	}
+}
+
+// BenchmarkColdStartBind measures a new BIND session's first result with
+// no disk limit (the plain bind mount), with a disk of 1024 MiB for a new
+// key (allocate, mkfs.ext4, mount) and for a key that ran before (mount
+// only), interleaved, against the cold-start floor.
+func BenchmarkColdStartBind(b *testing.B) {
+	plainM := newManager(b, func(c *config.Config) { c.SessionStorage = config.StorageBind; c.SessionDiskMB = 0 })
+	diskM := newManager(b, bindDisk(1024))
+	ctx := context.Background()
+	cold := func(m *session.Manager, key string) time.Duration {
+		start := time.Now()
+		if _, err := m.Exec(ctx, key, "pass"); err != nil {
+			b.Fatal(err)
+		}
+		d := time.Since(start)
+		if err := m.Stop(ctx, key); err != nil {
+			b.Fatal(err)
+		}
+		return d
+	}
+	var floor, plain, fresh, again samples
+	for i := range dockertest.Rounds(8, 1) {
+		key := fmt.Sprintf("cold-%d", i)
+		floor = append(floor, coldFloor(b))
+		plain = append(plain, cold(plainM, key))
+		fresh = append(fresh, cold(diskM, key))
+		again = append(again, cold(diskM, key))
+	}
+	report(b, "floor", floor, nil)
+	report(b, "plain", plain, floor)
+	report(b, "diskNew", fresh, floor)
+	report(b, "diskAgain", again, floor)
+	b.ReportMetric(float64(fresh.Pct(0.5))/float64(plain.Pct(0.5)), "diskNew/plain")
+	b.ReportMetric(float64(again.Pct(0.5))/float64(plain.Pct(0.5)), "diskAgain/plain")
 }
