@@ -416,3 +416,21 @@ func BenchmarkColdStartBind(b *testing.B) {
 	b.ReportMetric(float64(fresh.Pct(0.5))/float64(plain.Pct(0.5)), "diskNew/plain")
 	b.ReportMetric(float64(again.Pct(0.5))/float64(plain.Pct(0.5)), "diskAgain/plain")
 }
+
+// TestBindDiskIdleEviction: an idle session's eviction releases its disk
+// too, and the key's next session finds its files.
+func TestBindDiskIdleEviction(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t, func(c *config.Config) {
+		bindDisk(32)(c)
+		c.IdleTimeout = time.Second
+	})
+	m := managerFor(t, cfg, namespace(), session.WithSweepInterval(200*time.Millisecond))
+	mustExec(t, m, "i", "open('/session/keep.txt', 'w').write('kept')")
+	ws := filepath.Join(cfg.SessionsRoot, session.ID("i"), session.WorkspaceDir)
+	waitReleased(t, ws, filepath.Join(cfg.SessionsRoot, session.ID("i"), session.DiskImage))
+	res := mustExec(t, m, "i", "print(open('/session/keep.txt').read())")
+	if res.Stdout != "kept\n" {
+		t.Fatalf("after an idle eviction the key's files are gone: %q %v", res.Stdout, res.Error)
+	}
+}
