@@ -165,6 +165,9 @@ func (m *Manager) mountDisk(ctx context.Context, name string) error {
 			return fmt.Errorf("session disk %s: %w", name, err)
 		}
 	}
+	// util-linux's mount -o loop reuses a loop device the image already
+	// backs (a lost container still holding the disk as this key starts
+	// again): the file system is never mounted from two devices at once.
 	out, err := exec.CommandContext(ctx, "mount", "-t", "ext4", "-o", "loop,nosuid,nodev,noatime,noinit_itable", img, target).CombinedOutput()
 	if err != nil {
 		if fresh {

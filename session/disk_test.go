@@ -257,6 +257,14 @@ func TestPooledBindDisk(t *testing.T) {
 	if res.Stdout != "kept\n" {
 		t.Fatalf("after a stop the pooled key's files are gone: %q %v", res.Stdout, res.Error)
 	}
+	// Closing drains the pool: no warm disk stays mounted (the session's
+	// stays, for a manager that comes back for it).
+	if err := m.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := hostMounts(t, cfg.SessionsRoot); len(got) != 1 || got[0] != ws {
+		t.Fatalf("mounted after Close: %v, want the session's workspace alone", got)
+	}
 }
 
 // smallDisk mounts a file system of mb MiB for the test (removed at its
