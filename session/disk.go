@@ -366,11 +366,17 @@ func (m *Manager) releaseDisks(ctx context.Context) {
 // once no container of its name (container) exists.
 func (m *Manager) releasePoolDisk(ctx context.Context, name, container string) {
 	lock, err := m.lockDisk(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return // claimed and removed meanwhile
+	}
 	if err != nil {
 		m.log.Warn("session disk: release", "dir", name, "err", err)
 		return
 	}
 	defer lock.Close()
+	if !mounted(filepath.Join(m.cfg.SessionsRoot, name, WorkspaceDir)) {
+		return // claimed by a key meanwhile (see claimDisk)
+	}
 	if _, err := m.drv.Inspect(ctx, container); !errors.Is(err, ErrContainerNotFound) {
 		return
 	}

@@ -73,8 +73,20 @@ func (m *Manager) claimDisk(src, dst string) error {
 	if err := m.ownDisk(lock); err != nil {
 		return fmt.Errorf("session disk %s: %w", dst, err)
 	}
+	// The warm folder's lock too: another process's sweep sees no
+	// container of the warm name (it was just renamed to the key's) and
+	// would release the disk. Whoever locks first wins; if the sweep did,
+	// the claim fails and the key starts cold.
+	srcLock, err := m.lockDisk(src)
+	if err != nil {
+		return err
+	}
+	defer srcLock.Close()
 	root := m.cfg.SessionsRoot
 	from, to := filepath.Join(root, src), filepath.Join(root, dst)
+	if !mounted(filepath.Join(from, WorkspaceDir)) {
+		return fmt.Errorf("session disk %s: the warm disk was released", dst)
+	}
 	if _, err := os.Lstat(filepath.Join(to, DiskImage)); !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("session disk %s: already has an image", dst)
 	}
