@@ -150,18 +150,17 @@ func (m *Manager) mountDisk(ctx context.Context, name string) error {
 			return err
 		}
 	}
-	legacy := false
-	if fresh {
-		// A workspace from before the limit holds the key's files: they
-		// move into the new file system.
-		if legacy, err = nonEmpty(ws); err != nil {
-			return fmt.Errorf("session disk %s: %w", name, err)
-		}
+	// Files in the workspace folder itself (from before the limit, or
+	// left by a move a crash cut short) are the key's: they move onto
+	// the disk rather than hide under it.
+	legacy, err := holdsFiles(ws)
+	if err != nil {
+		return fmt.Errorf("session disk %s: %w", name, err)
 	}
 	target := ws
 	if legacy {
 		target = filepath.Join(dir, "workspace.new")
-		if err := os.Mkdir(target, 0o700); err != nil {
+		if err := os.Mkdir(target, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 			return fmt.Errorf("session disk %s: %w", name, err)
 		}
 	}
@@ -183,7 +182,7 @@ func (m *Manager) mountDisk(ctx context.Context, name string) error {
 		}
 	}
 	if legacy {
-		return m.moveLegacy(ctx, name, target)
+		return m.moveLegacy(ctx, name, target, fresh)
 	}
 	return nil
 }
@@ -234,43 +233,67 @@ func (m *Manager) makeImage(ctx context.Context, name string) error {
 	return nil
 }
 
-// moveLegacy copies the files of a workspace from before the limit into
-// its new file system, mounted at target, then puts that in the
-// workspace's place. Nothing in the sandbox runs while it does (no
-// container of the key exists); cp -a copies links as links and never
-// reads a FIFO.
-func (m *Manager) moveLegacy(ctx context.Context, name, target string) error {
+// moveLegacy copies the files of the workspace folder into its disk,
+// mounted at target, then puts the disk in the folder's place. Nothing in
+// the sandbox runs meanwhile (no container of the key exists); cp -a
+// copies links as links and never reads a FIFO. Once the copy is whole
+// the image is never removed: a failure after it leaves both copies, and
+// the next start moves what is left again.
+func (m *Manager) moveLegacy(ctx context.Context, name, target string, fresh bool) error {
 	dir := filepath.Join(m.cfg.SessionsRoot, name)
 	ws := filepath.Join(dir, WorkspaceDir)
-	undo := func() {
-		if err := syscall.Unmount(target, syscall.MNT_DETACH); err == nil {
+	fail := func(err error) error {
+		if uerr := syscall.Unmount(target, syscall.MNT_DETACH); uerr == nil {
 			os.Remove(target)
 		}
-		os.Remove(filepath.Join(dir, DiskImage))
+		return fmt.Errorf("session disk %s: move the workspace's files onto its disk: %w", name, err)
 	}
 	if out, err := exec.CommandContext(ctx, "cp", "-a", "--", ws+"/.", target).CombinedOutput(); err != nil {
-		undo()
-		return fmt.Errorf("session disk %s: copy the workspace's files into a disk of SESSION_DISK_MB=%d MiB: %w (%s)", name, m.cfg.SessionDiskMB, err, strings.TrimSpace(string(out)))
+		err = fail(fmt.Errorf("%w (%s); SESSION_DISK_MB=%d MiB may be too small for them", err, strings.TrimSpace(string(out)), m.cfg.SessionDiskMB))
+		if fresh {
+			os.Remove(filepath.Join(dir, DiskImage))
+		}
+		return err
 	}
 	if err := os.RemoveAll(ws); err != nil {
-		undo()
-		return fmt.Errorf("session disk %s: %w", name, err)
+		return fail(err)
 	}
 	if err := os.Mkdir(ws, 0o700); err != nil {
-		undo()
-		return fmt.Errorf("session disk %s: %w", name, err)
+		return fail(err)
 	}
 	if err := syscall.Mount(target, ws, "", syscall.MS_BIND, ""); err != nil {
-		undo()
-		return fmt.Errorf("session disk %s: %w", name, err)
+		return fail(err)
 	}
 	if err := syscall.Unmount(target, syscall.MNT_DETACH); err != nil {
 		m.log.Warn("session disk: unmount", "session_id", name, "err", err)
 	} else {
 		os.Remove(target)
 	}
-	m.log.Info("session disk: the workspace's files moved into its own file system", "session_id", name)
+	m.log.Info("session disk: the workspace's files moved onto its own file system", "session_id", name)
 	return nil
+}
+
+// holdsFiles reports whether folder dir has an entry other than the empty
+// artifacts/ and data/ folders makeSessionDir makes.
+func holdsFiles(dir string) (bool, error) {
+	d, err := openDir(dir)
+	if err != nil {
+		return false, err
+	}
+	defer d.Close()
+	ents, err := d.ReadDir(-1)
+	if err != nil {
+		return false, err
+	}
+	for _, e := range ents {
+		if (e.Name() != "artifacts" && e.Name() != "data") || !e.IsDir() {
+			return true, nil
+		}
+		if full, err := nonEmpty(filepath.Join(dir, e.Name())); err != nil || full {
+			return true, err
+		}
+	}
+	return false, nil
 }
 
 // nonEmpty reports whether folder dir has an entry.

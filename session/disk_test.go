@@ -442,3 +442,62 @@ func TestBindDiskIdleEviction(t *testing.T) {
 		t.Fatalf("after an idle eviction the key's files are gone: %q %v", res.Stdout, res.Error)
 	}
 }
+
+// TestBindDiskTakesEarlierFiles: a key whose workspace folder holds files
+// from before SESSION_DISK_MB finds them on its new disk (a link copied
+// as a link, never followed); files too big for the disk refuse the
+// session, naming the setting, and stay where they were.
+func TestBindDiskTakesEarlierFiles(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t, bindDisk(32))
+	m := managerFor(t, cfg, namespace())
+	earlier := func(key string) string {
+		ws := filepath.Join(cfg.SessionsRoot, session.ID(key), session.WorkspaceDir)
+		if err := os.MkdirAll(filepath.Join(ws, "sub"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(filepath.Dir(ws), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		return ws
+	}
+	ws := earlier("old")
+	if err := os.WriteFile(filepath.Join(ws, "sub", "inner.txt"), []byte("from before"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc/hostname", filepath.Join(ws, "link")); err != nil {
+		t.Fatal(err)
+	}
+	// The sandbox user's files, as its code would have left them.
+	for _, p := range []string{"sub", "sub/inner.txt", "link"} {
+		if err := os.Lchown(filepath.Join(ws, p), 1000, 1000); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := mustExec(t, m, "old", "import os\nprint(open('/session/sub/inner.txt').read(), os.readlink('/session/link'))")
+	if res.Stdout != "from before /etc/hostname\n" {
+		t.Fatalf("earlier files on the new disk: %q %v", res.Stdout, res.Error)
+	}
+	if got := hostMounts(t, ws); len(got) != 1 {
+		t.Fatalf("the workspace is not its own disk: mounts %v", got)
+	}
+	if _, err := os.Lstat(filepath.Join(filepath.Dir(ws), "workspace.new")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the move left its mount point: %v", err)
+	}
+
+	ws = earlier("big")
+	big := filepath.Join(ws, "big.bin")
+	if err := os.WriteFile(big, make([]byte, 40<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := m.Exec(context.Background(), "big", "pass")
+	if err == nil || !strings.Contains(err.Error(), "SESSION_DISK_MB") {
+		t.Fatalf("40 MiB of earlier files for a 32 MiB disk: %v, want a refusal naming SESSION_DISK_MB", err)
+	}
+	if fi, err := os.Stat(big); err != nil || fi.Size() != 40<<20 {
+		t.Fatalf("the earlier file after the refusal: %v %v", fi, err)
+	}
+	if got := hostMounts(t, filepath.Dir(ws)); len(got) != 0 {
+		t.Fatalf("the refusal left mounts: %v", got)
+	}
+}
