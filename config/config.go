@@ -108,10 +108,11 @@ type Config struct {
 	// no loop devices) refuses to start BIND sessions rather than run
 	// them unlimited. SESSION_DISK_MB, default 1024, 0 or at least 16.
 	SessionDiskMB int
-	// DiskReserveMB is the free space, in MiB, that starting a BIND
-	// session keeps on the file system of SessionsRoot (where the
-	// database and blobs usually are too): a session whose disk would
-	// leave less is refused with ErrNoSpace. DISK_RESERVE_MB, default 1024.
+	// DiskReserveMB is the free space, in MiB, kept for the database: a
+	// BIND session whose disk would leave less on the file system of
+	// SessionsRoot is refused with ErrNoSpace, and an artifact that would
+	// leave less on the blobstore's is not stored. DISK_RESERVE_MB,
+	// default 1024, 0 for none.
 	DiskReserveMB int
 
 	// Namespace keeps apart the sessions of programs sharing an engine and
@@ -729,7 +730,7 @@ func baseSpecs() []spec {
 		intSpec("TMPFS_SIZE_MB", "size of /session in TMPFS mode, in MiB", 1024, 16, math.MaxInt,
 			func(c *Config) *int { return &c.TmpfsSizeMB }),
 		diskSpec(),
-		intSpec("DISK_RESERVE_MB", "free space, in MiB, kept on the file system of SESSIONS_ROOT: a BIND session that would leave less is refused", 1024, 0, math.MaxInt32,
+		intSpec("DISK_RESERVE_MB", "free space, in MiB, kept for the database: BIND sessions and artifacts that would leave less on their file system are refused", 1024, 0, math.MaxInt32,
 			func(c *Config) *int { return &c.DiskReserveMB }),
 
 		// Which sessions a program sees.
