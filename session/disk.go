@@ -173,7 +173,7 @@ func (m *Manager) mountDisk(ctx context.Context, name string) error {
 			os.Remove(img)
 		}
 		return fmt.Errorf("session disk %s: mount its image: %w (%s); SESSION_DISK_MB=%d needs root and loop devices on the host, SESSION_DISK_MB=0 turns the limit off",
-			name, err, strings.TrimSpace(string(out)), m.cfg.SessionDiskMB)
+			name, err, m.toolSaid(out), m.cfg.SessionDiskMB)
 	}
 	if fresh {
 		// The sandbox sees only what it made.
@@ -224,7 +224,7 @@ func (m *Manager) makeImage(ctx context.Context, name string) error {
 	if out, err := exec.CommandContext(ctx, "mkfs.ext4", append(args, tmp)...).CombinedOutput(); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("session disk %s: mkfs.ext4: %w (%s); SESSION_DISK_MB=%d needs mkfs.ext4 (e2fsprogs) on the host, SESSION_DISK_MB=0 turns the limit off",
-			name, err, strings.TrimSpace(string(out)), m.cfg.SessionDiskMB)
+			name, err, m.toolSaid(out), m.cfg.SessionDiskMB)
 	}
 	if err := os.Rename(tmp, filepath.Join(dir, DiskImage)); err != nil {
 		os.Remove(tmp)
@@ -249,7 +249,7 @@ func (m *Manager) moveLegacy(ctx context.Context, name, target string, fresh boo
 		return fmt.Errorf("session disk %s: move the workspace's files onto its disk: %w", name, err)
 	}
 	if out, err := exec.CommandContext(ctx, "cp", "-a", "--", ws+"/.", target).CombinedOutput(); err != nil {
-		err = fail(fmt.Errorf("%w (%s); SESSION_DISK_MB=%d MiB may be too small for them", err, strings.TrimSpace(string(out)), m.cfg.SessionDiskMB))
+		err = fail(fmt.Errorf("%w (%s); SESSION_DISK_MB=%d MiB may be too small for them", err, m.toolSaid(out), m.cfg.SessionDiskMB))
 		if fresh {
 			os.Remove(filepath.Join(dir, DiskImage))
 		}
@@ -452,4 +452,11 @@ func unescapeMount(s string) string {
 		b.WriteByte(s[i])
 	}
 	return b.String()
+}
+
+// toolSaid is what a host tool (mount, mkfs.ext4, cp) printed, with the
+// host's path of SESSIONS_ROOT replaced by its setting's name: the error
+// may reach a tenant.
+func (m *Manager) toolSaid(out []byte) string {
+	return strings.ReplaceAll(strings.TrimSpace(string(out)), m.cfg.SessionsRoot, "SESSIONS_ROOT")
 }
