@@ -100,6 +100,20 @@ type Config struct {
 	// TmpfsSizeMB is the size of /session in TMPFS mode, in MiB.
 	// TMPFS_SIZE_MB, default 1024, at least 16.
 	TmpfsSizeMB int
+	// SessionDiskMB is the size of /session in BIND mode, in MiB: each
+	// session's workspace is a file system of its own (an ext4 image
+	// beside its records, allocated in full when made and loop-mounted),
+	// so the kernel refuses a write past it with ENOSPC. 0 means no
+	// limit, chosen explicitly. A host that cannot enforce it (not root,
+	// no loop devices) refuses to start BIND sessions rather than run
+	// them unlimited. SESSION_DISK_MB, default 1024, 0 or at least 16.
+	SessionDiskMB int
+	// DiskReserveMB is the free space, in MiB, kept for the database: a
+	// BIND session whose disk would leave less on the file system of
+	// SessionsRoot is refused with ErrNoSpace, and an artifact that would
+	// leave less on the blobstore's is not stored. DISK_RESERVE_MB,
+	// default 1024, 0 for none.
+	DiskReserveMB int
 
 	// Namespace keeps apart the sessions of programs sharing an engine and
 	// a database: containers are named <Namespace>_<session id> and
@@ -364,6 +378,8 @@ func Default() Config {
 		ArtifactsDB:    "./artifacts.db",
 		SandboxImage:   "agentbox-sandbox:latest",
 		TmpfsSizeMB:    1024,
+		SessionDiskMB:  1024,
+		DiskReserveMB:  1024,
 		Namespace:      DefaultNamespace,
 
 		MemoryMB:     1024,
@@ -739,6 +755,9 @@ func baseSpecs() []spec {
 		},
 		intSpec("TMPFS_SIZE_MB", "size of /session in TMPFS mode, in MiB", 1024, 16, math.MaxInt,
 			func(c *Config) *int { return &c.TmpfsSizeMB }),
+		diskSpec(),
+		intSpec("DISK_RESERVE_MB", "free space, in MiB, kept for the database: BIND sessions and artifacts that would leave less on their file system are refused", 1024, 0, math.MaxInt32,
+			func(c *Config) *int { return &c.DiskReserveMB }),
 
 		// Which sessions a program sees.
 		{
@@ -1012,6 +1031,33 @@ func intSpec(name, help string, def, lo, hi int, field func(*Config) *int) spec 
 	ok := func(n int) bool { return n >= lo && n <= hi }
 	return spec{
 		name: name, def: strconv.Itoa(def), help: help, want: want,
+		set: func(c *Config, v string) bool {
+			n, err := strconv.Atoi(v)
+			if err != nil || !ok(n) {
+				return false
+			}
+			*field(c) = n
+			return true
+		},
+		get: func(c Config) string { return strconv.Itoa(*field(&c)) },
+		check: func(c Config) string {
+			if !ok(*field(&c)) {
+				return want
+			}
+			return ""
+		},
+	}
+}
+
+// diskSpec is SESSION_DISK_MB: 0 (no limit) or a size a file system with a
+// journal fits in.
+func diskSpec() spec {
+	const want = "0 (no limit) or an integer from 16 to 1048576"
+	ok := func(n int) bool { return n == 0 || n >= 16 && n <= 1<<20 }
+	field := func(c *Config) *int { return &c.SessionDiskMB }
+	return spec{
+		name: "SESSION_DISK_MB", def: "1024", want: want,
+		help: "size of /session in BIND mode, in MiB, enforced by the kernel (a loop-mounted file system per session); 0 for no limit",
 		set: func(c *Config, v string) bool {
 			n, err := strconv.Atoi(v)
 			if err != nil || !ok(n) {

@@ -94,6 +94,8 @@ func TestDefaults(t *testing.T) {
 		{"SANDBOX_IMAGE", c.SandboxImage, "agentbox-sandbox:latest"},
 		{"SANDBOX_EXTRA_PACKAGES", c.ExtraPackages, []string(nil)},
 		{"TMPFS_SIZE_MB", c.TmpfsSizeMB, 1024},
+		{"SESSION_DISK_MB", c.SessionDiskMB, 1024},
+		{"DISK_RESERVE_MB", c.DiskReserveMB, 1024},
 		{"AGENTBOX_NAMESPACE", c.Namespace, "agentbox"},
 		{"SANDBOX_MEMORY_MB", c.MemoryMB, 1024},
 		{"SANDBOX_CPUS", c.CPUs, 1.0},
