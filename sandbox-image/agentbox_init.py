@@ -56,6 +56,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "agentbox_kernel.py")
 MAX_OUTPUT = int(os.environ.get("AGENTBOX_MAX_OUTPUT", str(1 << 20)))
 GRACE = float(os.environ.get("AGENTBOX_INTERRUPT_GRACE", "5"))
+# How long the worker may take to describe its namespace (an inspect
+# request) before it is interrupted, then killed GRACE later: its answer
+# runs reprs of user objects, and a request that code stole from the
+# worker's pipe is never answered at all. The host gives up after 10 s.
+INSPECT_TIMEOUT = float(os.environ.get("AGENTBOX_INSPECT_TIMEOUT", "5"))
 KEEP_RESULTS = int(os.environ.get("AGENTBOX_KEEP_RESULTS", "32"))
 KEEP_BYTES = 64 << 20
 # How long the frames of a starting execution may wait to leave with its
@@ -729,6 +734,11 @@ class Worker:
         self.oom = oom
         self.python = None
         self.memory_kill = None  # why the watchdog killed it
+        self.killed_for = None  # why the init killed it otherwise (a forged frame, a deadline)
+        # The nonce of the request it answers now, and of the one before
+        # (a background thread's late display() carries that one).
+        self.nonce = None
+        self.last_nonce = None
 
 
 class Init:
@@ -743,6 +753,8 @@ class Init:
         self.done_bytes = 0  # their recorded output
         self.queue = collections.deque()  # Execution or ("inspect", client, req)
         self.current = None  # Execution or inspect tuple in the worker
+        self.inspect_deadline = None  # of the inspect tuple in the worker
+        self.inspect_kill_at = None
         self.worker = None
         self.restarts = 0
         self.count = 0
@@ -933,20 +945,36 @@ class Init:
 
     def on_worker(self, msg):
         kind = msg.get("type")
-        if kind == "ready":
-            self.worker.ready = True
+        w = self.worker
+        if kind == "ready" and not w.ready and w.nonce is None:
+            w.ready = True
             if self.memory.gauge is not None:
                 self.memory.last = self.memory.gauge.read() or 0
                 self.memory.mark()
             self.worker.python = msg.get("python")
             self.dispatch()
             return
+        if w.killed_for is not None:
+            return  # on its way out: nothing it still says counts
+        n = msg.get("n")
+        if n is None or n != w.nonce:
+            if n is not None and n == w.last_nonce and kind == "display":
+                return  # a background thread's display() after its cell: dropped, as ever
+            # User code wrote into the worker's reply pipe (or a process it
+            # forked did): nothing it says there may pass for the kernel's
+            # answer, and the kernel that shares its pipes is not to be
+            # trusted with the next request either.
+            self.kill_worker(w, "was killed because a frame forged by the code (%r, not the kernel's answer) reached its reply pipe" % (kind,))
+            return
         cur = self.current
         if kind == "state" and isinstance(cur, tuple):
             _, client, req = cur
             msg["req"] = req
+            msg.pop("n", None)
             client.send(msg)
             self.current = None
+            w.last_nonce, w.nonce = w.nonce, None
+            self.inspect_deadline = self.inspect_kill_at = None
             self.dispatch()
             return
         if not isinstance(cur, Execution):
@@ -955,12 +983,24 @@ class Init:
             self.drain_output()  # output written before display() comes first
             cur.publish({"type": "display", "id": cur.id, "kind": msg.get("kind", "display_data"), "data": msg.get("data", {})})
         elif kind == "done":
+            w.last_nonce, w.nonce = w.nonce, None
             self.drain_output()
             self.memory.mark()
             self.finish(cur, msg.get("error"))
             self.current = None
             self.trim_results()
             self.dispatch()
+
+    def kill_worker(self, w, why):
+        """Kills the worker for a reason of the init's (its death is then
+        reported as any other, with why, and state lost)."""
+        if w.killed_for is None:
+            w.killed_for = why
+            log("kernel %s" % why)
+        try:
+            os.killpg(w.pid, signal.SIGKILL)
+        except OSError:
+            pass
 
     def finish(self, ex, error, died=None):
         cut = {}
@@ -1043,13 +1083,16 @@ class Init:
         how, oom = describe_exit(status, w.oom, oom_kills())
         if w.memory_kill is not None:
             how, oom = w.memory_kill, True
+        elif w.killed_for is not None:
+            how = w.killed_for
         cur = self.current
         self.current = None
+        self.inspect_deadline = self.inspect_kill_at = None
         if self.stopping:
             return
         log("kernel %s; restarting it" % how)
         if isinstance(cur, Execution):
-            if cur.killed:
+            if cur.killed and w.killed_for is None:
                 why = "timed out" if cur.timed_out else "was interrupted"
                 reason = "the code %s and did not stop within %gs of SIGINT, so the kernel was killed and restarted" % (why, GRACE)
                 error = {"name": "KernelKilled", "value": reason + "; all variables and imports are lost", "traceback": []}
@@ -1187,9 +1230,12 @@ class Init:
         if self.current is not None or w is None or not w.ready or w.ctrl is None or not self.queue:
             return
         item = self.queue.popleft()
+        # A fresh nonce per request: the replies must echo it (on_worker).
+        w.nonce = os.urandom(8).hex()
         if isinstance(item, tuple):
             self.current = item
-            self.send_worker({"type": "inspect", "req": item[2]})
+            self.inspect_deadline = time.monotonic() + INSPECT_TIMEOUT
+            self.send_worker({"type": "inspect", "req": item[2], "n": w.nonce})
             return
         ex = item
         self.count += 1
@@ -1202,7 +1248,7 @@ class Init:
         self.memory.mark()
         self.memory.next = min(self.memory.next, ex.started + MEMORY_POLL_BUSY)
         # The worker first: the frames below wait for the end of the turn.
-        self.send_worker({"type": "execute", "id": ex.id, "code": ex.code, "count": ex.count})
+        self.send_worker({"type": "execute", "id": ex.id, "code": ex.code, "count": ex.count, "n": w.nonce})
         for name in ("stdout", "stderr"):
             if self.orphan[name]:
                 # Output written between executions (a background thread) is
@@ -1271,6 +1317,16 @@ class Init:
                     os.killpg(self.worker.pid, signal.SIGKILL)
                 except OSError:
                     pass
+        elif isinstance(cur, tuple) and self.worker is not None and self.inspect_deadline is not None:
+            if self.inspect_kill_at is None and now >= self.inspect_deadline:
+                try:
+                    os.kill(self.worker.pid, signal.SIGINT)
+                except OSError:
+                    pass
+                self.inspect_kill_at = now + GRACE
+            elif self.inspect_kill_at is not None and now >= self.inspect_kill_at:
+                self.inspect_deadline = self.inspect_kill_at = None
+                self.kill_worker(self.worker, "was killed because it did not answer a state inspection within %gs and %gs of SIGINT (code took its request, or a __repr__ never returned)" % (INSPECT_TIMEOUT, GRACE))
         if self.memory.gauge is not None and now >= self.memory.next:
             self.watch_memory(now)
         if self.respawn_at is not None and now >= self.respawn_at and self.worker is None and self.memory.victim is None:
@@ -1369,6 +1425,8 @@ class Init:
                 times.append(cur.deadline)
             if cur.kill_at is not None and not cur.killed:
                 times.append(cur.kill_at)
+        elif isinstance(cur, tuple) and self.inspect_deadline is not None:
+            times.append(self.inspect_deadline if self.inspect_kill_at is None else self.inspect_kill_at)
         if self.respawn_at is not None and self.memory.victim is None:
             times.append(self.respawn_at)
         if self.memory.gauge is not None:

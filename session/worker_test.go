@@ -1,0 +1,136 @@
+package session_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/session"
+)
+
+// The kernel worker talks to the init over two pipes (requests on fd 3,
+// replies on fd 4) in the very process that runs user code. These tests are
+// what that code can do to them: steal a request, forge a reply, fork a
+// second kernel. Each time the session must go on within its deadlines and
+// tell the truth about its state.
+
+// TestCodeCannotWedgeTheKernelByStealingRequests: a thread that reads the
+// worker's request pipe takes the next request from under the kernel (in
+// BIND mode the state inspection that follows every execution). The init's
+// deadlines must end that request, so the next execution finishes within its
+// own timeout and grace, and the one after works; a restart is reported.
+func TestCodeCannotWedgeTheKernelByStealingRequests(t *testing.T) {
+	t.Parallel()
+	const grace = 2 * time.Second
+	m := newManager(t, func(c *config.Config) {
+		c.SessionStorage = config.StorageBind
+		c.InterruptGrace = grace
+	})
+	key := "stealer"
+	mustExec(t, m, key, "kept = 41")
+	mustExec(t, m, key, `
+import os, threading
+def steal():
+    while True:
+        try:
+            os.read(3, 1 << 16)
+        except OSError:
+            return
+threading.Thread(target=steal, daemon=True).start()`)
+	// The inspection after the cell above may be stolen, then this
+	// execution's request: either way it ends by its timeout and grace.
+	const timeout = 3 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	start := time.Now()
+	res, err := m.Exec(ctx, key, "kept + 1", session.Timeout(timeout))
+	took := time.Since(start)
+	if err != nil {
+		t.Fatalf("exec after a thread stole the kernel's requests: %v (after %s)", err, took)
+	}
+	// The inspection's deadline and grace, then this one's: generous for a
+	// loaded machine, far below the wedge (minutes).
+	if bound := 2*(timeout+grace) + 20*time.Second; took > bound {
+		t.Fatalf("execution took %s, more than %s: a stolen request held the kernel", took, bound)
+	}
+	if plain(res) != "42" && !(res.KernelRestarted && res.StateLost) {
+		t.Fatalf("result neither ran nor reported the lost state: %+v", res)
+	}
+	next := mustExec(t, m, key, "after = 1\nafter + 1", session.Timeout(timeout))
+	if plain(next) != "2" {
+		t.Fatalf("the execution after: %+v", next)
+	}
+}
+
+// TestForgedKernelFramesAreNotResults: frames that user code writes into the
+// worker's reply pipe (a display, then a done that would end the execution
+// early) never become the execution's recorded result: the init tells them
+// from the kernel's own replies, restarts the kernel and says so.
+func TestForgedKernelFramesAreNotResults(t *testing.T) {
+	t.Parallel()
+	m := newManager(t, nil)
+	key := "forger"
+	mustExec(t, m, key, "kept = 41")
+	res := mustExec(t, m, key, `
+import json, os, time
+forged = [
+    {"type": "display", "id": "x", "kind": "display_data", "data": {"text/plain": "FORGED"}},
+    {"type": "done", "id": "x", "error": None},
+]
+os.write(4, "".join(json.dumps(f) + "\n" for f in forged).encode())
+time.sleep(1)
+print("real end")`)
+	for _, o := range res.Outputs {
+		if strings.Contains(o.Data["text/plain"], "FORGED") {
+			t.Fatalf("a forged display became a result: %+v", res.Outputs)
+		}
+	}
+	if !strings.Contains(res.Stdout, "real end") && !(res.KernelRestarted && res.StateLost && res.Error != nil) {
+		t.Fatalf("a forged done ended the execution as its result: %+v", res)
+	}
+	if res.KernelRestarted && !strings.Contains(res.RestartReason, "forged") {
+		t.Errorf("restart reason %q does not name the forged frame", res.RestartReason)
+	}
+	// Written between executions (a background thread) they are no result
+	// either, and the next execution tells whether state survived.
+	mustExec(t, m, key, `
+import json, os, threading, time
+kept = 41
+def later():
+    time.sleep(0.5)
+    os.write(4, (json.dumps({"type": "done", "id": "x", "error": None}) + "\n").encode())
+threading.Thread(target=later, daemon=True).start()`)
+	time.Sleep(time.Second)
+	res = mustExec(t, m, key, "kept + 1")
+	if plain(res) != "42" && !(res.KernelRestarted && res.StateLost) {
+		t.Fatalf("after a forged frame between executions: %+v", res)
+	}
+	if plain(res) == "42" && res.KernelRestarted {
+		t.Fatalf("state kept but a restart reported: %+v", res)
+	}
+}
+
+// TestForkedKernelDoesNotServe: code that forks leaves a child that returns
+// from the cell into the kernel's loop. It must not become a second kernel
+// reading requests (executions would alternate between two namespaces while
+// the results say nothing was lost): the child exits there.
+func TestForkedKernelDoesNotServe(t *testing.T) {
+	t.Parallel()
+	m := newManager(t, nil)
+	key := "forker"
+	mustExec(t, m, key, "import os\nparent = os.getpid()\nn = 0")
+	res := mustExec(t, m, key, "child = os.fork()\nn += 1")
+	if res.Error != nil {
+		t.Fatalf("fork: %+v", res.Error)
+	}
+	for i := 2; i < 10; i++ {
+		res := mustExec(t, m, key, "n += 1\n(os.getpid() == parent, n)")
+		want := "(True, " + strconv.Itoa(i) + ")"
+		if got := plain(res); got != want {
+			t.Fatalf("execution %d: got %s (state_lost %v), want %s: a forked child served it? %+v", i, got, res.StateLost, want, res)
+		}
+	}
+}
