@@ -209,12 +209,21 @@ def describe_exit(status, oom_before, oom_after):
 # killer stays behind it, reported as before.
 
 MIB = 1 << 20
-# The container's memory limit in bytes (session/create.go passes it); 0 or
+# The processes' memory limit in bytes (session/create.go passes it); 0 or
 # unset turns the watchdog off.
 try:
     MEMORY_LIMIT = max(0, int(os.environ.get("AGENTBOX_MEMORY_LIMIT") or 0))
 except ValueError:
     MEMORY_LIMIT = 0
+# What files in memory (tmpfs: /session in TMPFS mode, /tmp, /dev/shm) may
+# take besides, in bytes: the container's own limit is the sum of the two.
+# Files are stopped by their file systems' sizes (ENOSPC), so up to this
+# much shared memory is not the processes' and does not count against them:
+# a full /session must neither starve the kernel nor have it killed.
+try:
+    FILES_MEMORY = max(0, int(os.environ.get("AGENTBOX_FILES_MEMORY") or 0))
+except ValueError:
+    FILES_MEMORY = 0
 # How often the init looks: while code runs (or memory grew since the last
 # look), and otherwise. One look costs a pread and a few finds: about 20 us
 # under gVisor when memory is steady, 0.1-3 ms while it grows by a GB/s.
@@ -268,36 +277,41 @@ def memory_reserve(limit, kind):
 
 
 class MemoryGauge:
-    """The memory of the whole container that nothing can reclaim (no swap):
-    anonymous memory and tmpfs, from the cgroup where the runtime shows it
+    """The memory of the container's processes that nothing can reclaim (no
+    swap): anonymous memory, from the cgroup where the runtime shows it
     (runc); else, under gVisor, its own count of everything it holds
-    (MemTotal - MemFree in /proc/meminfo, whose MemTotal is the limit there;
-    page cache included, since on the host it is the Sentry's memory too).
-    The file stays open: a pread at 0 reads it afresh."""
+    (MemTotal - MemFree in /proc/meminfo, whose MemTotal is the container's
+    limit there; page cache included, since on the host it is the Sentry's
+    memory too). Shared memory (tmpfs files) up to `files` is left out of it
+    (see FILES_MEMORY) and kept in self.shmem. The file stays open: a pread
+    at 0 reads it afresh."""
 
     SOURCES = (
         ("/sys/fs/cgroup/memory.stat", "cgroup v2", (b"\nanon ", b"\nshmem ")),
         ("/sys/fs/cgroup/memory/memory.stat", "cgroup v1", (b"\ntotal_rss ", b"\ntotal_shmem ")),
-        ("/proc/meminfo", "meminfo", (b"\nMemTotal:", b"\nMemFree:")),
+        ("/proc/meminfo", "meminfo", (b"\nMemTotal:", b"\nMemFree:", b"\nShmem:")),
     )
 
-    def __init__(self, fd, kind, keys):
+    def __init__(self, fd, kind, keys, files=0):
         self.fd = fd
         self.kind = kind
         self.keys = keys
+        self.files = files
+        self.shmem = 0  # bytes of shared memory (tmpfs files) at the last read
 
     @classmethod
-    def open(cls, limit):
+    def open(cls, limit, files=0):
         for path, kind, keys in cls.SOURCES:
             try:
                 fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
             except OSError:
                 continue
-            g = cls(fd, kind, keys)
+            g = cls(fd, kind, keys, files)
             total = g.field(0) if kind == "meminfo" else None
             # /proc/meminfo counts the container only where its total is the
-            # limit (gVisor); elsewhere it is the host's.
-            if g.read() is not None and (total is None or total * 1024 <= limit + limit // 16):
+            # container's limit (gVisor); elsewhere it is the host's.
+            whole = limit + files
+            if g.read() is not None and (total is None or total * 1024 <= whole + whole // 16):
                 return g
             os.close(fd)
         return None
@@ -313,14 +327,41 @@ class MemoryGauge:
         return int(data[at:data.find(b"\n", at)].split()[0])
 
     def read(self):
-        """Returns the bytes in use, or None."""
+        """Returns the bytes the processes use, or None."""
         try:
             data = b"\n" + os.pread(self.fd, 8192, 0)
             if self.kind == "meminfo":
-                return (self.field(0, data) - self.field(1, data)) * 1024
-            return self.field(0, data) + self.field(1, data)
+                used = (self.field(0, data) - self.field(1, data)) * 1024
+                try:
+                    self.shmem = self.field(2, data) * 1024
+                except ValueError:
+                    self.shmem = 0  # not said: files count as the processes'
+                return used - min(self.shmem, self.files)
+            anon = self.field(0, data)
+            self.shmem = self.field(1, data)
+            # Shared memory past what files may take is the processes'
+            # (MAP_SHARED anonymous memory, say).
+            return anon + max(0, self.shmem - self.files)
         except (OSError, ValueError, IndexError):
             return None
+
+
+def tmpfs_used(path):
+    """Returns the bytes that files take in the tmpfs mounted at path, or
+    None when path is not a tmpfs mount point (a BIND /session)."""
+    try:
+        with open("/proc/self/mountinfo", "rb") as f:
+            for line in f:
+                fields = line.split()
+                if len(fields) > 4 and fields[4] == path.encode():
+                    sep = fields.index(b"-")
+                    if fields[sep + 1] != b"tmpfs":
+                        return None
+                    st = os.statvfs(path)
+                    return (st.f_blocks - st.f_bfree) * st.f_frsize
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 
 
 def started_processes():
@@ -367,7 +408,7 @@ class MemoryWatch:
 
     def __init__(self, limit):
         self.limit = limit
-        self.gauge = MemoryGauge.open(limit) if limit else None
+        self.gauge = MemoryGauge.open(limit, FILES_MEMORY) if limit else None
         self.ceiling = self.hard = limit
         if self.gauge is not None:
             reserve, overhead = memory_reserve(limit, self.gauge.kind)
@@ -392,7 +433,7 @@ class MemoryWatch:
     def describe(self):
         if self.gauge is None:
             return "memory watchdog off (%s)" % ("no memory limit given" if not self.limit else "no memory gauge in this runtime")
-        return "memory watchdog: limit %d MiB, ceiling %d MiB, gauge %s" % (self.limit >> 20, self.ceiling >> 20, self.gauge.kind)
+        return "memory watchdog: limit %d MiB, ceiling %d MiB, files in memory %d MiB apart, gauge %s" % (self.limit >> 20, self.ceiling >> 20, FILES_MEMORY >> 20, self.gauge.kind)
 
     def threshold(self):
         """The level that ends a process: the ceiling, or a little above the
@@ -425,7 +466,17 @@ class MemoryWatch:
         return False
 
     def why(self, used):
-        return "the sandbox's memory limit of %d MiB was nearly reached: %d MiB in use" % (self.limit >> 20, used >> 20)
+        text = "the sandbox's memory limit of %d MiB was nearly reached: %d MiB in use by its processes" % (self.limit >> 20, used >> 20)
+        # Files in memory are counted apart; saying how much they take (and
+        # how much of it is /session, which the code can clean up) tells
+        # the code what else holds the memory.
+        shmem = self.gauge.shmem if self.gauge is not None else 0
+        session = tmpfs_used(SESSION_DIR)
+        if shmem >> 20 or session:
+            text += "; files in memory take %d MiB apart from that" % (shmem >> 20)
+            if session is not None:
+                text += ", %d MiB of files under %s" % (session >> 20, SESSION_DIR)
+        return text
 
 
 # -- output capture -----------------------------------------------------------
@@ -834,6 +885,17 @@ class Init:
                 for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
                     signal.signal(sig, signal.SIG_DFL)
                 signal.set_wakeup_fd(-1)
+                # The init asks the kernel's OOM killer to spare it
+                # (oom_score_adj -1000, session/create.go, where the engine
+                # can grant it): the worker and what it runs are its victims
+                # instead, first of all. Raising one's score needs no
+                # privilege; code may lower its own back, at most to the
+                # init's.
+                try:
+                    with open("/proc/self/oom_score_adj", "w") as f:
+                        f.write("1000")
+                except OSError:
+                    pass
                 try:
                     self.become_sandbox_user()
                 except Exception as e:

@@ -73,6 +73,8 @@ func (d dockerDriver) Create(ctx context.Context, s Spec) (string, error) {
 		Tmpfs:           s.Tmpfs,
 		MemoryBytes:     s.MemoryBytes,
 		NoSwap:          s.NoSwap,
+		ShmBytes:        s.ShmBytes,
+		OomScoreAdj:     s.OomScoreAdj,
 		NanoCPUs:        s.NanoCPUs,
 		PidsLimit:       s.PidsLimit,
 		CapDropAll:      s.CapDropAll,

@@ -144,7 +144,7 @@ func (p *pool) start(ctx context.Context) (*pooled, error) {
 	// No role or key label: handed to a key, it is renamed, and labels
 	// cannot follow (see LabelRole).
 	t0 := time.Now()
-	id, err := m.drv.Create(ctx, m.spec(name, "", workspace))
+	id, err := m.createContainer(ctx, m.spec(name, "", workspace))
 	if err != nil {
 		// Cancelled mid-call, the engine may have made it all the same:
 		// it has a name of its own, so remove it by that.
