@@ -133,4 +133,22 @@ func TestForkedKernelDoesNotServe(t *testing.T) {
 			t.Fatalf("execution %d: got %s (state_lost %v), want %s: a forked child served it? %+v", i, got, res.StateLost, want, res)
 		}
 	}
+	// A child that never returns to the loop cannot reach the kernel's
+	// pipes either (it could take the next request, or answer it): what
+	// it finds on their numbers is /dev/null.
+	res = mustExec(t, m, key, `
+import stat, time
+if os.fork() == 0:
+    found = [stat.S_ISFIFO(os.fstat(fd).st_mode) for fd in (3, 4)]
+    open("/session/child.txt", "w").write(repr(found))
+    os._exit(0)
+for _ in range(500):
+    if os.path.exists("/session/child.txt"):
+        break
+    time.sleep(0.01)
+time.sleep(0.1)
+print(open("/session/child.txt").read())`)
+	if res.Error != nil || strings.TrimSpace(res.Stdout) != "[False, False]" {
+		t.Fatalf("a forked child's view of the kernel's pipes (are they pipes?): %q %+v", res.Stdout, res.Error)
+	}
 }
