@@ -94,6 +94,34 @@ print("real end")`)
 	if res.KernelRestarted && !strings.Contains(res.RestartReason, "forged") {
 		t.Errorf("restart reason %q does not name the forged frame", res.RestartReason)
 	}
+	// Frames that are no JSON object at all are forgeries too, and must not
+	// take the init down with the container.
+	id := containerOf(t, m, key)
+	res = mustExec(t, m, key, `
+import os, time
+os.write(4, b'[1]\n"text"\nnot json\n')
+time.sleep(1)
+print("real end")`)
+	if !strings.Contains(res.Stdout, "real end") && !(res.KernelRestarted && res.StateLost) {
+		t.Fatalf("after frames that are no JSON object: %+v", res)
+	}
+	if got := containerOf(t, m, key); got != id {
+		t.Fatalf("container %s replaced by %s: a malformed frame ended the init", id, got)
+	}
+	// Code that digs the nonce out of the kernel can forge its own result
+	// (README, Security), but a malformed frame must still not end PID 1.
+	res = mustExec(t, m, key, `
+import json, os, time
+n = display.__self__.ch.nonce
+os.write(4, (json.dumps({"type": "display", "kind": "display_data", "data": [1], "n": n}) + "\n").encode())
+time.sleep(1)
+print("real end")`)
+	if !strings.Contains(res.Stdout, "real end") && !(res.KernelRestarted && res.StateLost) {
+		t.Fatalf("after a malformed frame with the nonce: %+v", res)
+	}
+	if got := containerOf(t, m, key); got != id {
+		t.Fatalf("container %s replaced by %s: a malformed frame with the nonce ended the init", id, got)
+	}
 	// Written between executions (a background thread) they are no result
 	// either, and the next execution tells whether state survived.
 	mustExec(t, m, key, `
