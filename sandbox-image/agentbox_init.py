@@ -792,6 +792,24 @@ class Worker:
         self.last_nonce = None
 
 
+def _strings(d):
+    return isinstance(d, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in d.items())
+
+
+def well_formed(msg):
+    """Whether a display or done frame has the shape the kernel gives it
+    (see agentbox_kernel.py), so that the init can record it and the host
+    decode it."""
+    kind = msg.get("type")
+    if kind == "display":
+        return isinstance(msg.get("kind", ""), str) and _strings(msg.get("data", {}))
+    if kind == "done":
+        e = msg.get("error")
+        return e is None or (isinstance(e, dict) and isinstance(e.get("name"), str) and isinstance(e.get("value"), str)
+                             and isinstance(e.get("traceback"), list) and all(isinstance(x, str) for x in e["traceback"]))
+    return True
+
+
 class Init:
     def __init__(self):
         self.sel = selectors.DefaultSelector()
@@ -1001,7 +1019,11 @@ class Init:
             try:
                 msg = decode(line)
             except ValueError:
-                log("bad frame from the worker: %r" % line[:200])
+                msg = None
+            if not isinstance(msg, dict):
+                # The kernel writes JSON objects only: this was written by
+                # code (and was a crash of PID 1 when it was a list).
+                self.kill_worker(w, "was killed because a frame that is no JSON object (%r) reached its reply pipe, forged by the code" % line[:80])
                 continue
             self.on_worker(msg)
 
@@ -1040,6 +1062,11 @@ class Init:
             self.dispatch()
             return
         if not isinstance(cur, Execution):
+            return
+        if not well_formed(msg):
+            # Only code (that found the nonce) writes these: PID 1 must not
+            # choke on them, nor pass them on to the host.
+            self.kill_worker(w, "was killed because a malformed %r frame, forged by the code, reached its reply pipe" % (kind,))
             return
         if kind == "display":
             self.drain_output()  # output written before display() comes first
