@@ -217,8 +217,9 @@ func (m *Manager) retire(id string) {
 // createContainer creates and starts a container from spec. The init asks
 // for oom_score_adj -1000, which an engine without CAP_SYS_RESOURCE (rootless,
 // or itself in a container) cannot grant: the runtime fails to start the
-// container at all. Then the container is made without it, once and for the
-// Manager's lifetime, with a warning: the kernel worker raises its own score
+// container at all (ErrContainerStart). Then, if a container without it
+// starts, containers are made without it for the Manager's lifetime, with a
+// warning: the kernel worker raises its own score
 // to 1000 all the same, so the OOM killer takes it and what it runs before
 // the init, unless code lowers its own score back to the init's.
 func (m *Manager) createContainer(ctx context.Context, spec Spec) (string, error) {
@@ -226,7 +227,7 @@ func (m *Manager) createContainer(ctx context.Context, spec Spec) (string, error
 		spec.OomScoreAdj = 0
 	}
 	id, err := m.drv.Create(ctx, spec)
-	if err == nil || spec.OomScoreAdj >= 0 || ctx.Err() != nil || errors.Is(err, ErrImageMissing) || errors.Is(err, ErrNameInUse) || errors.Is(err, ErrUnavailable) {
+	if err == nil || spec.OomScoreAdj >= 0 || ctx.Err() != nil || !errors.Is(err, ErrContainerStart) {
 		return id, err
 	}
 	spec.OomScoreAdj = 0

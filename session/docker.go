@@ -45,6 +45,8 @@ func classify(err error) error {
 		return fmt.Errorf("%w: %w", ErrContainerNotFound, err)
 	case errors.Is(err, docker.ErrConflict):
 		return fmt.Errorf("%w: %w", ErrNameInUse, err)
+	case errors.Is(err, docker.ErrStart):
+		return fmt.Errorf("%w: %w", ErrContainerStart, err)
 	}
 	return err
 }

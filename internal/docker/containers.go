@@ -105,7 +105,11 @@ func (c *Client) CreateContainer(ctx context.Context, spec ContainerSpec) (strin
 	}
 	if err := c.api.ContainerStart(ctx, resp.ID, container.StartOptions{}); err != nil {
 		rmErr := c.RemoveContainer(context.WithoutCancel(ctx), resp.ID)
-		return "", errors.Join(fmt.Errorf("start container %s: %w", short(resp.ID), c.classify(err)), rmErr)
+		err = c.classify(err)
+		if !errors.Is(err, ErrUnreachable) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("%w: %w", ErrStart, err)
+		}
+		return "", errors.Join(fmt.Errorf("start container %s: %w", short(resp.ID), err), rmErr)
 	}
 	return resp.ID, nil
 }

@@ -2,7 +2,7 @@ package sessiontest_test
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"sync"
@@ -23,7 +23,7 @@ type specDriver struct {
 	specs        []session.Spec
 }
 
-var errOOMAdj = errors.New("OCI runtime create failed: can't get final child's PID from pipe: EOF")
+var errOOMAdj = fmt.Errorf("%w: OCI runtime create failed: can't get final child's PID from pipe: EOF", session.ErrContainerStart)
 
 func (d *specDriver) Create(ctx context.Context, spec session.Spec) (string, error) {
 	d.mu.Lock()
