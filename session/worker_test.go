@@ -180,3 +180,38 @@ print(open("/session/child.txt").read())`)
 		t.Fatalf("a forked child's view of the kernel's pipes (are they pipes?): %q %+v", res.Stdout, res.Error)
 	}
 }
+
+// TestBackgroundDisplayIsNotAForgery: display() from a thread of the code
+// after its cell ended is the kernel's own frame (with the last request's
+// nonce): it is dropped as before, never taken for a forgery that costs the
+// session its state.
+func TestBackgroundDisplayIsNotAForgery(t *testing.T) {
+	t.Parallel()
+	m := newManager(t, nil)
+	key := "late display"
+	mustExec(t, m, key, `
+import threading, time
+kept = 41
+def later():
+    time.sleep(0.3)
+    display("late")
+    open("/session/shown", "w").close()
+threading.Thread(target=later, daemon=True).start()`)
+	// Between two executions (the file API does not go through the
+	// kernel): the display has gone out while no request was at hand.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		if _, err := m.StatFile(ctx, key, "/session/shown"); err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the background thread never displayed")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	res := mustExec(t, m, key, "kept + 1")
+	if plain(res) != "42" || res.KernelRestarted {
+		t.Fatalf("after a background display(): %+v", res)
+	}
+}
