@@ -28,6 +28,7 @@ Standard library only: with agentbox_frames.py beside it, it runs in any image
 that has python3.
 """
 
+import _thread
 import ast
 import base64
 import io
@@ -107,6 +108,10 @@ class Channel:
         # late display() of a background thread is told from a forgery).
         self.nonce = None
         self.forked = False  # this process is a child of the kernel
+        # One frame at a time on the pipe: display() from several threads
+        # would interleave frames larger than PIPE_BUF, which the init takes
+        # for forgeries (and kills the kernel for).
+        self.lock = _thread.allocate_lock()
 
     def send(self, msg, hold=False):
         """Writes a frame. hold=True keeps it to go out with the next one: the
@@ -132,11 +137,12 @@ class Channel:
             signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
     def _write(self, data):
-        n = os.write(self.wfd, data)
-        if n < len(data):  # a frame larger than the pipe holds
-            view = memoryview(data)[n:]
-            while view:
-                view = view[os.write(self.wfd, view):]
+        with self.lock:
+            n = os.write(self.wfd, data)
+            if n < len(data):  # a frame larger than the pipe holds
+                view = memoryview(data)[n:]
+                while view:
+                    view = view[os.write(self.wfd, view):]
 
     def recv(self):
         line = self.reader.readline()

@@ -214,3 +214,34 @@ threading.Thread(target=later, daemon=True).start()`)
 		t.Fatalf("after a background display() between executions: %+v (restart reason %q)", res, res.RestartReason)
 	}
 }
+
+// TestDisplayFromThreads: large display() frames from two threads at once
+// reach the init whole (one frame at a time on the pipe), so none is taken
+// for a malformed forgery and the kernel keeps its state.
+func TestDisplayFromThreads(t *testing.T) {
+	t.Parallel()
+	m := newManager(t, nil)
+	key := "threads"
+	res := mustExec(t, m, key, `
+import threading
+kept = 41
+class Big:
+    def __init__(self, c):
+        self.c = c
+    def _repr_html_(self):
+        return self.c * (100 << 10)
+def show(c):
+    for _ in range(20):
+        display(Big(c))
+ts = [threading.Thread(target=show, args=(c,)) for c in "ab"]
+for t in ts:
+    t.start()
+for t in ts:
+    t.join()`)
+	if res.Error != nil || res.KernelRestarted || len(res.Outputs) != 40 {
+		t.Fatalf("two threads displaying: %d outputs, error %+v, restarted %v (%s)", len(res.Outputs), res.Error, res.KernelRestarted, res.RestartReason)
+	}
+	if res := mustExec(t, m, key, "kept + 1"); plain(res) != "42" {
+		t.Fatalf("after two threads displayed: %+v", res)
+	}
+}
