@@ -97,7 +97,9 @@ type Config struct {
 	// sandbox image). SANDBOX_EXTRA_PACKAGES, comma-separated Debian
 	// package names, default none.
 	ExtraPackages []string
-	// TmpfsSizeMB is the size of /session in TMPFS mode, in MiB.
+	// TmpfsSizeMB is the size of /session in TMPFS mode, in MiB. Its files
+	// are memory, counted apart from MemoryMB (the container's limit is
+	// the sum of both, /tmp's 256 MiB and /dev/shm's 64).
 	// TMPFS_SIZE_MB, default 1024, at least 16.
 	TmpfsSizeMB int
 	// SessionDiskMB is the size of /session in BIND mode, in MiB: each
@@ -125,7 +127,8 @@ type Config struct {
 	// code): lowercase letters, digits and dashes, at most 32.
 	Namespace string
 
-	// MemoryMB is the memory limit of a session container, in MiB.
+	// MemoryMB is the memory limit of a session container's processes, in
+	// MiB; files in memory count apart (see TmpfsSizeMB).
 	// SANDBOX_MEMORY_MB, default 1024, at least 64.
 	MemoryMB int
 	// CPUs is the CPU limit of a session container, in CPUs (fractions

@@ -15,7 +15,7 @@ import (
 // until the container exists (so no release unmounts it in between).
 func (m *Manager) createOnDisk(ctx context.Context, id string, spec Spec) (string, error) {
 	if !m.diskLimited() {
-		return m.drv.Create(ctx, spec)
+		return m.createContainer(ctx, spec)
 	}
 	lock, err := m.lockDisk(id)
 	if err != nil {
@@ -33,7 +33,7 @@ func (m *Manager) createOnDisk(ctx context.Context, id string, spec Spec) (strin
 	if _, err := m.makeSessionDir(id); err != nil {
 		return "", err
 	}
-	cid, err := m.drv.Create(ctx, spec)
+	cid, err := m.createContainer(ctx, spec)
 	if err != nil {
 		if _, ierr := m.drv.Inspect(context.WithoutCancel(ctx), spec.Name); errors.Is(ierr, ErrContainerNotFound) {
 			if uerr := unmountDisk(id, m.cfg.SessionsRoot); uerr != nil {
@@ -109,7 +109,7 @@ func (m *Manager) claimDisk(src, dst string) error {
 // (relative to SESSIONS_ROOT), on a disk of its own when workspaces are.
 func (m *Manager) createWarm(ctx context.Context, dir string, spec Spec) (string, error) {
 	if !m.diskLimited() {
-		return m.drv.Create(ctx, spec)
+		return m.createContainer(ctx, spec)
 	}
 	lock, err := m.lockDisk(dir)
 	if err != nil {
@@ -122,5 +122,5 @@ func (m *Manager) createWarm(ctx context.Context, dir string, spec Spec) (string
 	if _, err := m.makeSessionDir(dir); err != nil {
 		return "", err
 	}
-	return m.drv.Create(ctx, spec)
+	return m.createContainer(ctx, spec)
 }

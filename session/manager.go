@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentbox/agentbox/config"
@@ -87,6 +88,9 @@ type Manager struct {
 	// that write sets it, to measure the Manager without it in the same
 	// run; nothing else may.
 	noIntents bool
+	// oomAdjRefused is set once the engine refused the init's negative
+	// oom_score_adj (see createContainer).
+	oomAdjRefused atomic.Bool
 
 	// Telemetry (trace.go, metrics.go).
 	tp           trace.TracerProvider // nil: the global one at call time

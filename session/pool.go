@@ -150,7 +150,7 @@ func (p *pool) start(ctx context.Context) (*pooled, error) {
 	if w.dir != "" {
 		id, err = m.createWarm(ctx, w.dir, m.spec(name, "", workspace))
 	} else {
-		id, err = m.drv.Create(ctx, m.spec(name, "", workspace))
+		id, err = m.createContainer(ctx, m.spec(name, "", workspace))
 	}
 	if err != nil {
 		// Cancelled mid-call, the engine may have made it all the same:
