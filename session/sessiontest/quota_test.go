@@ -162,7 +162,10 @@ func TestQuotaInflight(t *testing.T) {
 			t.Fatal("the executions did not start")
 		}
 	}
-	_, err := m.Exec(t.Context(), "tA/1", "1")
+	// Bounded: without the quota it would wait for tA/1's turn.
+	short, stop := context.WithTimeout(t.Context(), 5*time.Second)
+	defer stop()
+	_, err := m.Exec(short, "tA/1", "1")
 	wantQuota(t, err, "inflight", "TENANT_MAX_INFLIGHT")
 	_, err = m.Exec(t.Context(), "tA/3", "1")
 	wantQuota(t, err, "inflight", "TENANT_MAX_INFLIGHT")
