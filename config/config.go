@@ -297,7 +297,8 @@ type Config struct {
 	// once. TENANT_MAX_INFLIGHT, default 32.
 	TenantMaxInflight int
 	// TenantMaxArtifactMB is the most artifact bytes, in MiB, the index
-	// may hold for a tenant's sessions; past it executions are refused.
+	// may hold for a tenant's sessions; past it executions and commands
+	// are refused.
 	// TENANT_MAX_ARTIFACT_MB, default 10240.
 	TenantMaxArtifactMB int
 }

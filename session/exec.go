@@ -28,6 +28,7 @@ type execOptions struct {
 	onEvent func(kernel.Event)
 	start   []StartOption   // for the session, if this call creates it
 	queue   context.Context // ends the wait for the session's turn (QueueContext); nil: ctx
+	admit   *Admission      // taken by the caller (Admitted); nil: Exec takes one
 }
 
 // ExecID names the execution (an agent passes its tool-call id). Running an
@@ -84,7 +85,7 @@ func (m *Manager) Exec(ctx context.Context, key, code string, opts ...ExecOption
 	if err != nil {
 		return nil, &Error{Op: "exec", Key: key, Err: err}
 	}
-	admitted, err := m.admitCall(ctx, key, true)
+	admitted, err := m.admitted(ctx, key, o.admit)
 	if err != nil {
 		return nil, &Error{Op: "exec", Key: key, Err: err}
 	}

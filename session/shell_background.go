@@ -129,7 +129,7 @@ func (m *Manager) StartCommand(ctx context.Context, key string, cmd Command) (_ 
 		return "", &Error{Op: "start command", Key: key, Err: fmt.Errorf("the driver cannot run commands in a container: %w", errors.ErrUnsupported)}
 	}
 	// A background command is in flight until it ends.
-	admitted, err := m.admitCall(ctx, key, false)
+	admitted, err := m.admitted(ctx, key, cmd.Admission)
 	if err != nil {
 		return "", &Error{Op: "start command", Key: key, Err: err}
 	}

@@ -56,7 +56,7 @@ func (m *Manager) Run(ctx context.Context, key string, cmd Command) (res *Comman
 	if err := cmd.check(); err != nil {
 		return nil, &Error{Op: "run", Key: key, Err: err}
 	}
-	admitted, err := m.admitCall(ctx, key, false)
+	admitted, err := m.admitted(ctx, key, cmd.Admission)
 	if err != nil {
 		return nil, &Error{Op: "run", Key: key, Err: err}
 	}

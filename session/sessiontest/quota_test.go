@@ -256,3 +256,32 @@ func TestQueuedExecutionDropped(t *testing.T) {
 		t.Fatalf("the dropped execution ran later: %+v", res)
 	}
 }
+
+// TestQuotaAdmit: a place taken before the call (a server that must
+// answer 429 before it streams) is the call's own, counted once, and given
+// back by the call that took it.
+func TestQuotaAdmit(t *testing.T) {
+	m := quotaManager(t, sessiontest.NewDriver(), func(c *config.Config) { c.TenantMaxInflight = 1 })
+	ctx := t.Context()
+	a, err := m.Admit(ctx, "tA/1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = m.Admit(ctx, "tA/2")
+	wantQuota(t, err, "inflight", "TENANT_MAX_INFLIGHT")
+	if _, err := m.Admit(ctx, "tB/1"); err != nil {
+		t.Fatalf("another tenant: %v", err)
+	}
+	mustExec(t, m, "tA/1", "1", session.Admitted(a)) // not counted twice
+	b, err := m.Admit(ctx, "tA/1")
+	if err != nil {
+		t.Fatalf("the execution did not give its place back: %v", err)
+	}
+	a.Release() // taken by the execution: gives nothing back twice
+	_, err = m.Admit(ctx, "tA/3")
+	wantQuota(t, err, "inflight", "TENANT_MAX_INFLIGHT")
+	b.Release()
+	if _, err := m.Admit(ctx, "tA/3"); err != nil {
+		t.Fatalf("after Release: %v", err)
+	}
+}
