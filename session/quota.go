@@ -147,10 +147,77 @@ func (m *Manager) admitSession(ctx context.Context, e *entry) (func(), error) {
 	}, nil
 }
 
+// Admission is a place among the executions and commands of a tenant in
+// flight (TENANT_MAX_INFLIGHT), taken with Admit before the call starts.
+type Admission struct {
+	key string
+
+	mu      sync.Mutex
+	release func() // nil once released or handed to a call
+}
+
+// Admit takes a place for one execution or command of key's tenant, for
+// a caller that must know before it starts answering (a server that
+// streams refuses with a status, not in the stream): it fails with a
+// *QuotaError when the tenant is at TENANT_MAX_INFLIGHT, or its stored
+// artifacts at TENANT_MAX_ARTIFACT_MB. Pass it to Exec (Admitted) or Run
+// and StartCommand (Command.Admission), which then own it: they give the
+// place back when done (a background command when it ends), and the
+// caller's Release does nothing. Release it yourself when no call took
+// it. A key of no tenant, or a Manager without WithQuotaGroup, is always
+// admitted.
+func (m *Manager) Admit(ctx context.Context, key string) (*Admission, error) {
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	release, err := m.admitCall(ctx, key)
+	if err != nil {
+		return nil, &Error{Op: "admit", Key: key, Err: err}
+	}
+	return &Admission{key: key, release: release}, nil
+}
+
+// Release gives the place back, unless a call took it; a second call does
+// nothing.
+func (a *Admission) Release() {
+	if rel := a.take(); rel != nil {
+		rel()
+	}
+}
+
+// take hands the release to whoever gives the place back.
+func (a *Admission) take() func() {
+	if a == nil {
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	rel := a.release
+	a.release = nil
+	return rel
+}
+
+// Admitted gives Exec the place the caller took with Admit for it.
+func Admitted(a *Admission) ExecOption {
+	return ExecOption{func(o *execOptions) { o.admit = a }}
+}
+
+// admitted is the release of a call's place: the one the caller took with
+// Admit for the same key, or one taken now.
+func (m *Manager) admitted(ctx context.Context, key string, a *Admission) (func(), error) {
+	if a != nil && a.key == key {
+		if rel := a.take(); rel != nil {
+			return rel, nil
+		}
+		// Released, or used by another call already: a place of its own.
+	}
+	return m.admitCall(ctx, key)
+}
+
 // admitCall counts an execution or command of key's tenant in flight
-// until the returned release; withArtifacts also refuses a tenant whose
-// stored artifacts reached their limit (an execution stores more).
-func (m *Manager) admitCall(ctx context.Context, key string, withArtifacts bool) (func(), error) {
+// until the returned release, and refuses a tenant whose stored artifacts
+// reached their limit.
+func (m *Manager) admitCall(ctx context.Context, key string) (func(), error) {
 	q := m.quota
 	if q == nil {
 		return func() {}, nil
@@ -159,7 +226,7 @@ func (m *Manager) admitCall(ctx context.Context, key string, withArtifacts bool)
 	if !ok {
 		return func() {}, nil
 	}
-	if max := int64(m.cfg.TenantMaxArtifactMB); withArtifacts && max > 0 {
+	if max := int64(m.cfg.TenantMaxArtifactMB); max > 0 {
 		used, err := m.tenantArtifactBytes(ctx, prefix)
 		if err != nil {
 			return nil, err
