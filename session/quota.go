@@ -276,6 +276,20 @@ func (m *Manager) tenantArtifactBytes(ctx context.Context, prefix string) (int64
 	return n, nil
 }
 
+// artifactsStored forgets the summed artifact bytes of key's tenant once
+// an execution stored n artifacts, so that its next call counts them.
+func (m *Manager) artifactsStored(key string, n int) {
+	q := m.quota
+	if q == nil || n == 0 {
+		return
+	}
+	if prefix, ok := q.group(key); ok {
+		q.mu.Lock()
+		delete(q.art, prefix)
+		q.mu.Unlock()
+	}
+}
+
 // ArtifactBytes returns the bytes of the stored artifacts of the sessions
 // whose keys start with prefix (a tenant's), in this Manager's namespace.
 func (m *Manager) ArtifactBytes(ctx context.Context, prefix string) (int64, error) {

@@ -97,7 +97,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitSandbox
 	}
 	reg := telemetry.NewRegistry() // this server's metrics, at /metrics
-	m, err := session.NewManager(ctx, cfg, session.WithLogger(log), session.WithMetrics(reg))
+	m, err := session.NewManager(ctx, cfg, append(server.SessionOptions(), session.WithLogger(log), session.WithMetrics(reg))...)
 	if err != nil {
 		return failure(ctx, stderr, err)
 	}

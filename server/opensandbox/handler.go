@@ -179,6 +179,7 @@ const (
 	codeConflict         = "SANDBOX::STATE_CONFLICT"
 	codeUnavailable      = "SANDBOX::UNAVAILABLE"
 	codeInternal         = "SANDBOX::UNKNOWN_ERROR"
+	codeQuota            = "SANDBOX::QUOTA_EXCEEDED" // agentbox's: a tenant quota (TENANT_MAX_*)
 )
 
 // errorBody is OpenSandbox's ErrorResponse.
@@ -206,7 +207,10 @@ func tooLargeMessage(limit int64) string {
 // what is the server's fault.
 func (h *handler) fail(w http.ResponseWriter, r *http.Request, id string, err error) {
 	var oe *session.OptionError
+	var qe *session.QuotaError
 	switch {
+	case errors.As(err, &qe):
+		writeError(w, http.StatusTooManyRequests, codeQuota, qe.Error())
 	case errors.Is(err, session.ErrNotFound), errors.Is(err, session.ErrInvalidKey):
 		writeError(w, http.StatusNotFound, codeSandboxNotFound, "sandbox "+id+" not found")
 	case errors.Is(err, session.ErrAboveMaximum):
