@@ -285,3 +285,32 @@ func TestQuotaAdmit(t *testing.T) {
 		t.Fatalf("after Release: %v", err)
 	}
 }
+
+// TestQuotaFreedByLostContainer: a session whose container was removed
+// behind the Manager's back (an engine restart, docker rm) stops counting
+// once the sweep sees it gone, so the tenant is not held at its limit by
+// sandboxes that no longer exist.
+func TestQuotaFreedByLostContainer(t *testing.T) {
+	d := sessiontest.NewDriver()
+	cfg := testConfig(t, func(c *config.Config) {
+		c.TenantMaxSandboxes, c.TenantMaxMemoryMB, c.TenantMaxInflight, c.TenantMaxArtifactMB = 1, 0, 0, 0
+	})
+	m := startManager(t, d, cfg, session.WithQuotaGroup(tenantOf), session.WithSweepInterval(20*time.Millisecond), session.WithOrphanGrace(0))
+	in, err := m.Start(t.Context(), "tA/1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = m.Start(t.Context(), "tA/2")
+	wantQuota(t, err, "sandboxes", "TENANT_MAX_SANDBOXES")
+	d.RemoveBehindBack(in.ContainerID)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		_, err := m.Start(t.Context(), "tA/2")
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, session.ErrQuota) || time.Now().After(deadline) {
+			t.Fatalf("after its only container was removed, the tenant is still refused: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond) // the sweep's interval
+	}
+}
