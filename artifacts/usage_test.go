@@ -1,6 +1,7 @@
 package artifacts_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -43,6 +44,28 @@ func TestBytesByKeyPrefix(t *testing.T) {
 		got, err := ix.BytesByKeyPrefix(t.Context(), "ns", tt.prefix)
 		if err != nil || got != tt.want {
 			t.Errorf("BytesByKeyPrefix(ns, %q) = %d, %v; want %d", tt.prefix, got, err, tt.want)
+		}
+	}
+}
+
+// BenchmarkBytesByKeyPrefix prices what a tenant's artifact quota costs
+// when its cached sum is stale: one sum over an index of 20 000 rows of
+// 20 tenants.
+func BenchmarkBytesByKeyPrefix(b *testing.B) {
+	ix := artifacts.NewIndex(openStore(b))
+	list := make([]artifacts.Artifact, 0, 20000)
+	for i := range 20000 {
+		key := fmt.Sprintf("t%02d/s%d", i%20, i%200)
+		list = append(list, artifacts.Artifact{Namespace: "ns", SessionID: fmt.Sprintf("id%d", i%200), SessionKey: key,
+			Name: fmt.Sprintf("f%d", i), SHA256: strings.Repeat("c", 64), Size: 1000})
+	}
+	if _, err := ix.AddAll(b.Context(), list); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if n, err := ix.BytesByKeyPrefix(b.Context(), "ns", "t07/"); err != nil || n != 1000*1000 {
+			b.Fatalf("%d, %v", n, err)
 		}
 	}
 }

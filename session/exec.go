@@ -212,7 +212,7 @@ func (m *Manager) execute(ctx context.Context, e *entry, code string, o execOpti
 	ictx, ispan := m.startSpan(ctx, SpanIngest, key)
 	m.ingest(ictx, e, res, kr.Files, kr.More)
 	m.endIngest(ispan, res)
-	m.artifactsStored(key, len(res.Artifacts))
+	m.artifactsStored(key, res.Artifacts)
 	m.finish(ctx, e, code, started, res, traceIDOf(ctx))
 	return res, nil
 }
