@@ -314,3 +314,30 @@ func TestQuotaFreedByLostContainer(t *testing.T) {
 		time.Sleep(20 * time.Millisecond) // the sweep's interval
 	}
 }
+
+// BenchmarkExecQuota prices the quotas on the execution path (the fake
+// kernel: the Manager's own work): none, and every limit on.
+func BenchmarkExecQuota(b *testing.B) {
+	for _, on := range []bool{false, true} {
+		b.Run(fmt.Sprintf("quota=%v", on), func(b *testing.B) {
+			cfg := testConfig(b, func(c *config.Config) {
+				if !on {
+					c.TenantMaxSandboxes, c.TenantMaxMemoryMB, c.TenantMaxInflight, c.TenantMaxArtifactMB = 0, 0, 0, 0
+				}
+			})
+			var opts []session.Option
+			if on {
+				opts = append(opts, session.WithQuotaGroup(tenantOf))
+			}
+			m := startManager(b, sessiontest.NewDriver(), cfg, opts...)
+			if _, err := m.Exec(b.Context(), "tA/1", "1"); err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				if _, err := m.Exec(b.Context(), "tA/1", "1"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
