@@ -297,3 +297,38 @@ func TestQueuedNativeExecutionDropped(t *testing.T) {
 		t.Fatalf("the execution whose client left ran after all: %d %s", code, body)
 	}
 }
+
+// TestTenantQuotaCreateRace: creations at the limit at the same time,
+// through two APIs: exactly one wins.
+func TestTenantQuotaCreateRace(t *testing.T) {
+	c := quotaServer(t, func(cfg *config.Config) { cfg.TenantMaxSandboxes = 1 })
+	codes := make(chan int, 4)
+	for i := range 4 {
+		go func() {
+			if i%2 == 0 {
+				code, _, _ := c.create(quotaKeyA)
+				codes <- code
+				return
+			}
+			code, _ := c.do(context.Background(), quotaKeyA, "POST", "/v1/agentbox/sessions/race-"+string(rune('a'+i))+"/executions", nil, `{"code": "1"}`)
+			if code == 200 {
+				code = http.StatusAccepted
+			}
+			codes <- code
+		}()
+	}
+	won, lost := 0, 0
+	for range 4 {
+		switch code := <-codes; code {
+		case http.StatusAccepted:
+			won++
+		case http.StatusTooManyRequests:
+			lost++
+		default:
+			t.Errorf("a creation answered %d", code)
+		}
+	}
+	if won != 1 || lost != 3 {
+		t.Fatalf("%d creations won, %d refused; want 1 and 3", won, lost)
+	}
+}

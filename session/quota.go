@@ -38,7 +38,7 @@ func (e *QuotaError) Error() string {
 	var what string
 	switch e.Limit {
 	case "sandboxes":
-		what = fmt.Sprintf("at most %d sandboxes per tenant (%s), and %d exist: delete one first", e.Max, e.Setting, e.Used)
+		what = fmt.Sprintf("at most %d %s per tenant (%s), and %d exist: delete one first", e.Max, plural(e.Max, "sandbox", "sandboxes"), e.Setting, e.Used)
 	case "memory":
 		what = fmt.Sprintf("at most %d MiB of sandbox memory per tenant (%s): %d MiB in use, and this sandbox asks for %d MiB", e.Max, e.Setting, e.Used, e.Asked)
 	case "inflight":
@@ -52,6 +52,13 @@ func (e *QuotaError) Error() string {
 }
 
 func (e *QuotaError) Unwrap() error { return ErrQuota }
+
+func plural(n int64, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
 
 // WithQuotaGroup applies the Config's tenant quotas (TENANT_MAX_*) to the
 // keys group names a tenant: it returns the prefix every key of that
