@@ -86,7 +86,12 @@ const artCacheFor = time.Minute
 type quota struct {
 	group func(string) (string, bool)
 
-	mu       sync.Mutex
+	// admitting is held across a creation's count and reservation (a
+	// database read), so that two creations at the limit cannot both
+	// win; mu guards the maps only, so calls in flight never wait on the
+	// database.
+	admitting sync.Mutex
+	mu        sync.Mutex
 	creating map[string]map[string]int // by prefix: ids of sessions being created, with their MiB
 	inflight map[string]int            // by prefix: calls admitted and not finished
 	art      map[string]artUse         // by prefix
@@ -114,12 +119,14 @@ func (m *Manager) admitSession(ctx context.Context, e *entry) (func(), error) {
 	if e.cr != nil {
 		mem = e.cr.memoryMB
 	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
+	q.admitting.Lock()
+	defer q.admitting.Unlock()
 	rows, err := m.store.LiveSessions(ctx, m.ns, prefix)
 	if err != nil {
 		return nil, fmt.Errorf("count the tenant's sessions: %w", err)
 	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
 	held := map[string]int{}
 	for _, r := range rows {
 		n, err := strconv.Atoi(r.Limits["memory_mb"])
