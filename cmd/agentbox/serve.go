@@ -53,6 +53,9 @@ environment (also read from ./.env; see example.env for all):
                        may ask for; a request above is refused, never trimmed
                        (the OpenSandbox SDK asks for 2Gi of memory by default)
   SESSION_TTL_S        time to live of a sandbox created without a timeout
+  TENANT_MAX_SANDBOXES, TENANT_MAX_MEMORY_MB, TENANT_MAX_INFLIGHT,
+  TENANT_MAX_ARTIFACT_MB   each key's quotas, over every API (0: none); past
+                       one a request is refused with 429 naming it
   AGENTBOX_NAMESPACE, ARTIFACTS_DB   whose sessions, and where their records are
 
 The per-sandbox execd tokens are signed with a secret kept in
