@@ -332,3 +332,63 @@ func TestTenantQuotaCreateRace(t *testing.T) {
 		t.Fatalf("%d creations won, %d refused; want 1 and 3", won, lost)
 	}
 }
+
+// TestExecdWorkWhoseClientLeft: execd's code and command runs are streams
+// with no way to fetch their outcome later, so a client that leaves
+// interrupts them: what they would have done after never happens.
+func TestExecdWorkWhoseClientLeft(t *testing.T) {
+	c := quotaServer(t, func(*config.Config) {})
+	_, body, id := c.create(quotaKeyA)
+	if id == "" {
+		t.Fatalf("create: %s", body)
+	}
+	execd, headers := c.endpoint(quotaKeyA, id)
+	stop := holdCode(t, execd, headers, "import time; time.sleep(30); open('/session/code-ran', 'w').write('x')")
+	stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "POST", execd+"/command", strings.NewReader(`{"command": "echo started; sleep 31; touch /session/command-ran"}`))
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(resp.Body)
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("command stream ended before its output: %v", err)
+		}
+		if strings.Contains(line, "started") {
+			break
+		}
+	}
+	cancel()
+	resp.Body.Close()
+	// The abandoned code would hold the session's turn for 30 s; the
+	// command's sleep would stay among the sandbox's processes as long.
+	look := `import os
+def cmdline(p):
+    try:
+        return open('/proc/%s/cmdline' % p, 'rb').read()
+    except OSError:
+        return b''
+sleeping = any(cmdline(p) == b'sleep\x0031\x00' for p in os.listdir('/proc') if p.isdigit())
+print(os.path.exists('/session/code-ran'), os.path.exists('/session/command-ran'), sleeping)
+`
+	q, _ := json.Marshal(map[string]any{"code": look, "context": map[string]string{"language": "python"}})
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		code, body := c.do(context.Background(), "", "POST", execd+"/code", headers, string(q))
+		if code != 200 || !strings.Contains(body, "False False") {
+			t.Fatalf("after their clients left: %d %s; want neither file", code, body)
+		}
+		if strings.Contains(body, "False False False") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the abandoned command still runs: %s", body)
+		}
+	}
+}
