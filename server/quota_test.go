@@ -376,15 +376,15 @@ def cmdline(p):
     except OSError:
         return b''
 sleeping = any(cmdline(p) == b'sleep\x0031\x00' for p in os.listdir('/proc') if p.isdigit())
-print(os.path.exists('/session/code-ran'), os.path.exists('/session/command-ran'), sleeping)
+print('code-ran=%s command-ran=%s sleeping=%s' % (os.path.exists('/session/code-ran'), os.path.exists('/session/command-ran'), sleeping))
 `
 	q, _ := json.Marshal(map[string]any{"code": look, "context": map[string]string{"language": "python"}})
 	for deadline := time.Now().Add(20 * time.Second); ; {
 		code, body := c.do(context.Background(), "", "POST", execd+"/code", headers, string(q))
-		if code != 200 || !strings.Contains(body, "False False") {
+		if code != 200 || !strings.Contains(body, "code-ran=False command-ran=False") {
 			t.Fatalf("after their clients left: %d %s; want neither file", code, body)
 		}
-		if strings.Contains(body, "False False False") {
+		if strings.Contains(body, "sleeping=False") {
 			break
 		}
 		if time.Now().After(deadline) {
