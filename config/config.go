@@ -100,6 +100,20 @@ type Config struct {
 	// TmpfsSizeMB is the size of /session in TMPFS mode, in MiB.
 	// TMPFS_SIZE_MB, default 1024, at least 16.
 	TmpfsSizeMB int
+	// SessionDiskMB is the size of /session in BIND mode, in MiB: each
+	// session's workspace is a file system of its own (an ext4 image
+	// beside its records, allocated in full when made and loop-mounted),
+	// so the kernel refuses a write past it with ENOSPC. 0 means no
+	// limit, chosen explicitly. A host that cannot enforce it (not root,
+	// no loop devices) refuses to start BIND sessions rather than run
+	// them unlimited. SESSION_DISK_MB, default 1024, 0 or at least 16.
+	SessionDiskMB int
+	// DiskReserveMB is the free space, in MiB, kept for the database: a
+	// BIND session whose disk would leave less on the file system of
+	// SessionsRoot is refused with ErrNoSpace, and an artifact that would
+	// leave less on the blobstore's is not stored. DISK_RESERVE_MB,
+	// default 1024, 0 for none.
+	DiskReserveMB int
 
 	// Namespace keeps apart the sessions of programs sharing an engine and
 	// a database: containers are named <Namespace>_<session id> and
@@ -224,8 +238,10 @@ type Config struct {
 	// CacheShared (every session of every namespace), CacheNamespace (the
 	// sessions of one namespace) or CacheSession (one session key: the
 	// fetcher is asked for, and can authorize, every key).
-	// DATASET_CACHE_SCOPE, default shared (also when empty in code); any
-	// letter case is accepted.
+	// DATASET_CACHE_SCOPE, default session (also when empty in code); any
+	// letter case is accepted. shared and namespace serve a dataset one
+	// key's session selected to other keys' sessions without asking the
+	// fetcher: agentbox serve refuses them when it has API keys (tenants).
 	DatasetCacheScope string
 	// ExportDir is the host directory exports are copied to.
 	// EXPORT_DIR, default ./exports; absolute after loading.
@@ -280,6 +296,28 @@ type Config struct {
 	// lines and lines starting with # skipped), read when the server
 	// starts. SERVE_API_KEYS_FILE, default empty; absolute after loading.
 	ServeAPIKeysFile string
+	// ServeAllowedHosts are more host names (the Host header, port aside)
+	// a server without API keys answers, besides loopback names and the
+	// host of its listen address: a name a proxy or /etc/hosts gives it.
+	// Any other name is refused, so that a web page cannot reach a keyless
+	// server through DNS rebinding. SERVE_ALLOWED_HOSTS, comma-separated,
+	// default none.
+	ServeAllowedHosts []string
+	// ServeMaxConnsPerClient caps the connections one client address may
+	// hold open at once; the next is answered 429 and closed. 0 means no
+	// cap. SERVE_MAX_CONNS_PER_CLIENT, default 256.
+	ServeMaxConnsPerClient int
+	// ServeMetricsKey is the bearer token GET /metrics needs on a server
+	// with API keys (the metrics count every tenant's work, so no tenant's
+	// key opens them). Empty: a server with API keys does not serve
+	// /metrics. SERVE_METRICS_KEY, default empty; secret.
+	ServeMetricsKey string
+	// SandboxTokenTTL is how long a per-sandbox execd access token lasts
+	// (the lifecycle API's endpoint call issues a new one). Revoked keys
+	// and recreated sandboxes refuse their tokens at once, whatever it
+	// is. SANDBOX_TOKEN_TTL_S, in whole seconds, default 86400, from 60
+	// to 604800.
+	SandboxTokenTTL time.Duration
 
 	// Tenant quotas (see quota.go): what the sessions of one tenant (an
 	// API key of agentbox serve; a group of keys a library user names
@@ -361,6 +399,8 @@ func Default() Config {
 		ArtifactsDB:    "./artifacts.db",
 		SandboxImage:   "agentbox-sandbox:latest",
 		TmpfsSizeMB:    1024,
+		SessionDiskMB:  1024,
+		DiskReserveMB:  1024,
 		Namespace:      DefaultNamespace,
 
 		MemoryMB:     1024,
@@ -376,24 +416,26 @@ func Default() Config {
 		IdleTimeout:    2700 * time.Second,
 		MaxOutputBytes: 1 << 20,
 
-		ArtifactServerAddr:   ":8000",
-		ArtifactPublicURL:    "http://localhost:8000",
-		TokenTTL:             600 * time.Second,
-		ArtifactMaxFileMB:    100,
-		ArtifactMaxFiles:     100,
-		ArtifactMaxSessionMB: 1024,
-		ArtifactFigures:      true,
-		DatasetsAPITimeout:   300 * time.Second,
-		DatasetMaxMB:         1024,
-		DatasetCacheScope:    CacheShared,
-		ExportDir:            "./exports",
-		FilesMaxFileMB:       1024,
-		FilesMaxCallMB:       2048,
-		ServeAddr:            ":8080",
-		TenantMaxSandboxes:   DefaultTenantMaxSandboxes,
-		TenantMaxMemoryMB:    DefaultTenantMaxMemoryMB,
-		TenantMaxInflight:    DefaultTenantMaxInflight,
-		TenantMaxArtifactMB:  DefaultTenantMaxArtifactMB,
+		ArtifactServerAddr:     ":8000",
+		ArtifactPublicURL:      "http://localhost:8000",
+		TokenTTL:               600 * time.Second,
+		ArtifactMaxFileMB:      100,
+		ArtifactMaxFiles:       100,
+		ArtifactMaxSessionMB:   1024,
+		ArtifactFigures:        true,
+		DatasetsAPITimeout:     300 * time.Second,
+		DatasetMaxMB:           1024,
+		DatasetCacheScope:      CacheSession,
+		ExportDir:              "./exports",
+		FilesMaxFileMB:         1024,
+		FilesMaxCallMB:         2048,
+		ServeAddr:              ":8080",
+		ServeMaxConnsPerClient: 256,
+		SandboxTokenTTL:        86400 * time.Second,
+		TenantMaxSandboxes:     DefaultTenantMaxSandboxes,
+		TenantMaxMemoryMB:      DefaultTenantMaxMemoryMB,
+		TenantMaxInflight:      DefaultTenantMaxInflight,
+		TenantMaxArtifactMB:    DefaultTenantMaxArtifactMB,
 	}
 }
 
@@ -738,6 +780,9 @@ func baseSpecs() []spec {
 		},
 		intSpec("TMPFS_SIZE_MB", "size of /session in TMPFS mode, in MiB", 1024, 16, math.MaxInt,
 			func(c *Config) *int { return &c.TmpfsSizeMB }),
+		diskSpec(),
+		intSpec("DISK_RESERVE_MB", "free space, in MiB, kept for the database: BIND sessions and artifacts that would leave less on their file system are refused", 1024, 0, math.MaxInt32,
+			func(c *Config) *int { return &c.DiskReserveMB }),
 
 		// Which sessions a program sees.
 		{
@@ -959,7 +1004,7 @@ func baseSpecs() []spec {
 		intSpec("DATASET_MAX_MB", "largest dataset fetched, in MiB", 1024, 1, 1<<20,
 			func(c *Config) *int { return &c.DatasetMaxMB }),
 		{
-			name: "DATASET_CACHE_SCOPE", def: CacheShared, want: wantCacheScope,
+			name: "DATASET_CACHE_SCOPE", def: CacheSession, want: wantCacheScope,
 			help: "which sessions share a dataset fetched once: shared (all), namespace, or session (the fetcher sees, and can authorize, every key)",
 			set: func(c *Config, v string) bool {
 				v = strings.ToLower(v)
@@ -1011,6 +1056,33 @@ func intSpec(name, help string, def, lo, hi int, field func(*Config) *int) spec 
 	ok := func(n int) bool { return n >= lo && n <= hi }
 	return spec{
 		name: name, def: strconv.Itoa(def), help: help, want: want,
+		set: func(c *Config, v string) bool {
+			n, err := strconv.Atoi(v)
+			if err != nil || !ok(n) {
+				return false
+			}
+			*field(c) = n
+			return true
+		},
+		get: func(c Config) string { return strconv.Itoa(*field(&c)) },
+		check: func(c Config) string {
+			if !ok(*field(&c)) {
+				return want
+			}
+			return ""
+		},
+	}
+}
+
+// diskSpec is SESSION_DISK_MB: 0 (no limit) or a size a file system with a
+// journal fits in.
+func diskSpec() spec {
+	const want = "0 (no limit) or an integer from 16 to 1048576"
+	ok := func(n int) bool { return n == 0 || n >= 16 && n <= 1<<20 }
+	field := func(c *Config) *int { return &c.SessionDiskMB }
+	return spec{
+		name: "SESSION_DISK_MB", def: "1024", want: want,
+		help: "size of /session in BIND mode, in MiB, enforced by the kernel (a loop-mounted file system per session); 0 for no limit",
 		set: func(c *Config, v string) bool {
 			n, err := strconv.Atoi(v)
 			if err != nil || !ok(n) {

@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"net"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 )
 
@@ -22,6 +25,8 @@ const maxAPIKeysFile = 1 << 20
 const (
 	wantAPIKeys     = "comma-separated API keys of at least 16 characters each, without spaces"
 	wantAPIKeysFile = "an existing file of API keys, one per line"
+	wantHosts       = "comma-separated host names or IP addresses, without ports"
+	wantMetricsKey  = "a key of at least 16 characters without spaces"
 )
 
 // serveSpecs are the variables of agentbox serve, last in example.env.
@@ -78,8 +83,42 @@ func serveSpecs() []spec {
 				return ""
 			},
 		},
+		{
+			name: "SERVE_ALLOWED_HOSTS", def: "", want: wantHosts,
+			help: "more host names a server without API keys answers (besides loopback names and its listen address), comma-separated",
+			set:  func(c *Config, v string) bool { c.ServeAllowedHosts = splitList(v); return true },
+			get:  func(c Config) string { return strings.Join(c.ServeAllowedHosts, ",") },
+			check: func(c Config) string {
+				for _, h := range c.ServeAllowedHosts {
+					if !hostNameRE.MatchString(h) {
+						return wantHosts + " (" + strconv.Quote(h) + " is not)"
+					}
+				}
+				return ""
+			},
+		},
+		intSpec("SERVE_MAX_CONNS_PER_CLIENT", "connections one client address may hold open at once; 0 means no cap", 256, 0, math.MaxInt,
+			func(c *Config) *int { return &c.ServeMaxConnsPerClient }),
+		{
+			name: "SERVE_METRICS_KEY", def: "", secret: true, want: wantMetricsKey,
+			help: "bearer token GET /metrics needs when API keys are set; empty: /metrics is served only by a server without keys",
+			set:  func(c *Config, v string) bool { c.ServeMetricsKey = v; return true },
+			get:  func(c Config) string { return c.ServeMetricsKey },
+			check: func(c Config) string {
+				if c.ServeMetricsKey != "" && checkAPIKey(c.ServeMetricsKey) != "" {
+					return wantMetricsKey
+				}
+				return ""
+			},
+		},
+		durationSpec("SANDBOX_TOKEN_TTL_S", "lifetime of a per-sandbox execd access token, in seconds; asking for the endpoint again renews it",
+			86400, 60, 604800, "", func(c *Config) *time.Duration { return &c.SandboxTokenTTL }),
 	}
 }
+
+// hostNameRE is a DNS name or an IP literal, as the Host header carries it
+// without its port.
+var hostNameRE = regexp.MustCompile(`^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?)$`)
 
 // checkAPIKey returns "" for an acceptable key, else what is wrong with it
 // (never the key itself).

@@ -30,6 +30,10 @@ func TestServeSettings(t *testing.T) {
 		keysErr string // substring of the APIKeys error
 	}{
 		{name: "defaults", env: nil, addr: ":8080", keys: []string{}},
+		{name: "token TTL", env: map[string]string{"SANDBOX_TOKEN_TTL_S": "3600"}, addr: ":8080", keys: []string{}},
+		{name: "token TTL too short", env: map[string]string{"SANDBOX_TOKEN_TTL_S": "59"}, wantErr: "SANDBOX_TOKEN_TTL_S"},
+		{name: "token TTL too long", env: map[string]string{"SANDBOX_TOKEN_TTL_S": "604801"}, wantErr: "SANDBOX_TOKEN_TTL_S"},
+		{name: "token TTL not a number", env: map[string]string{"SANDBOX_TOKEN_TTL_S": "1h"}, wantErr: "SANDBOX_TOKEN_TTL_S"},
 		{name: "address", env: map[string]string{"SERVE_ADDR": "127.0.0.1:9000"}, addr: "127.0.0.1:9000", keys: []string{}},
 		{name: "bad address", env: map[string]string{"SERVE_ADDR": "8080"}, wantErr: "SERVE_ADDR"},
 		{name: "bad port", env: map[string]string{"SERVE_ADDR": ":99999"}, wantErr: "SERVE_ADDR"},

@@ -24,23 +24,26 @@ type Scope string
 const (
 	// ScopeShared shares a dataset fetched for any session with every
 	// session of every namespace: fewest fetches, but the Fetcher sees only
-	// the first asker, so it cannot authorize per namespace or key. The
-	// default.
+	// the first asker, so it cannot authorize per namespace or key, and a
+	// dataset one user's session selected is served to every other user's.
+	// Only for datasets every user may read.
 	ScopeShared Scope = "shared"
 	// ScopeNamespace shares a dataset among the sessions of one namespace:
 	// the Fetcher is asked once per namespace (a tenant, say).
 	ScopeNamespace Scope = "namespace"
 	// ScopeSession keeps a dataset to one session key of one namespace: the
 	// Fetcher is asked for every key that selects it, so it can authorize
-	// each user. Identical content is still stored once.
+	// each user. Identical content is still stored once. The default: a
+	// session key is often a user's conversation, and sharing across users
+	// is a choice the caller makes.
 	ScopeSession Scope = "session"
 )
 
-// ParseScope returns the Scope named s (any letter case); "" is ScopeShared.
+// ParseScope returns the Scope named s (any letter case); "" is ScopeSession.
 func ParseScope(s string) (Scope, error) {
 	switch sc := Scope(strings.ToLower(strings.TrimSpace(s))); sc {
 	case "":
-		return ScopeShared, nil
+		return ScopeSession, nil
 	case ScopeShared, ScopeNamespace, ScopeSession:
 		return sc, nil
 	}
@@ -50,7 +53,7 @@ func ParseScope(s string) (Scope, error) {
 // CacheOption configures a Cache.
 type CacheOption func(*Cache)
 
-// WithScope sets which Gets share a fetched dataset (default ScopeShared).
+// WithScope sets which Gets share a fetched dataset (default ScopeSession).
 // A scope ParseScope does not know counts as ScopeSession, the narrowest.
 func WithScope(s Scope) CacheOption { return func(c *Cache) { c.scope = s } }
 
@@ -62,10 +65,10 @@ func WithScope(s Scope) CacheOption { return func(c *Cache) { c.scope = s } }
 // other processes sharing the blobstore and database (two processes may
 // each fetch an id once; identical content is stored once).
 //
-// Under ScopeShared, the default, the index is keyed by id alone: a
-// dataset fetched for one session or namespace is served to every other
-// without asking the Fetcher again. A source that authorizes per namespace
-// or per session key needs ScopeNamespace or ScopeSession.
+// Under ScopeSession, the default, the index is keyed by namespace, session
+// key and id, and the Fetcher is asked for every key. Under ScopeShared it
+// is keyed by id alone: a dataset fetched for one session or namespace is
+// served to every other without asking the Fetcher again.
 //
 // A dataset that changed at its source is fetched again by a Get with
 // Request.Refresh, or by any Get after Forget.
@@ -98,7 +101,7 @@ type flight struct {
 // NewCache returns a Cache storing blobs in blobs and its index in db (the
 // agentbox database, whose migrations create the tables). It does no I/O.
 func NewCache(blobs *artifacts.Blobstore, db artifacts.Database, opts ...CacheOption) *Cache {
-	c := &Cache{blobs: blobs, db: db.DB(), scope: ScopeShared,
+	c := &Cache{blobs: blobs, db: db.DB(), scope: ScopeSession,
 		inflight: make(map[string]*flight), cancels: make(map[*flight]context.CancelFunc)}
 	for _, o := range opts {
 		o(c)

@@ -135,7 +135,7 @@ func TestCacheRefresh(t *testing.T) {
 }
 
 func TestParseScope(t *testing.T) {
-	for in, want := range map[string]datasets.Scope{"": datasets.ScopeShared, "Namespace": datasets.ScopeNamespace,
+	for in, want := range map[string]datasets.Scope{"": datasets.ScopeSession, "Namespace": datasets.ScopeNamespace,
 		" session ": datasets.ScopeSession, "shared": datasets.ScopeShared} {
 		if got, err := datasets.ParseScope(in); got != want || err != nil {
 			t.Errorf("ParseScope(%q) = %q, %v; want %q", in, got, err, want)
@@ -170,7 +170,7 @@ func TestCacheUpgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	c := datasets.NewCache(e.blobs, s)
+	c := datasets.NewCache(e.blobs, s, datasets.WithScope(datasets.ScopeShared))
 	defer c.Close()
 	f := &recorder{}
 	got, _, fetched, err := c.Get(t.Context(), datasets.Request{ID: "old.txt", Namespace: "x", SessionKey: "k"}, f, 0)

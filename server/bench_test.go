@@ -50,6 +50,7 @@ func serveForBench(b *testing.B) *served {
 func (s *served) sandbox(b *testing.B) (id, execd string, headers map[string]string) {
 	post := func(url, body string, hdr map[string]string) []byte {
 		req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
 		for k, v := range hdr {
 			req.Header.Set(k, v)
 		}

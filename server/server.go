@@ -13,17 +13,22 @@
 // (tenant.NewKeys) and are never logged. The per-sandbox execd tokens are
 // signed with a secret kept in a file next to ARTIFACTS_DB (TokenSecretFile,
 // made on first start, owner-only), so tokens handed out before a restart
-// still work after it; delete the file to revoke them all.
+// still work after it; delete the file to revoke them all. A token also
+// ends at SANDBOX_TOKEN_TTL_S, when its key is no longer configured, and
+// when its sandbox is deleted and created again (see tenant.Tokens).
 package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -52,8 +57,9 @@ type Mounts struct {
 	// Artifacts serves /artifacts/{id}?token=... (artifacts.Open); set
 	// ARTIFACT_PUBLIC_URL to this server's address so links point here.
 	Artifacts http.Handler
-	// Metrics serves GET /metrics (telemetry.MetricsHandler), unauthenticated
-	// like /healthz: its labels carry no session key or tenant.
+	// Metrics serves GET /metrics (telemetry.MetricsHandler): its labels
+	// carry no session key or tenant, but its counts are every tenant's,
+	// so a server with API keys serves it only with SERVE_METRICS_KEY.
 	Metrics http.Handler
 	// Tracing receives a server span per request, the child of the W3C
 	// trace context (traceparent) the request carries, so the Manager's
@@ -64,8 +70,8 @@ type Mounts struct {
 
 // Server timeouts. There is no read or write timeout on whole requests:
 // command and code streams last as long as the code runs, and uploads may
-// be large. A client that is slow to send its headers, or that keeps an idle
-// connection, is cut off.
+// be large. A client that is slow to send its headers or its body (see
+// DefaultBodyTimeout), or that keeps an idle connection, is cut off.
 const (
 	ReadHeaderTimeout = 10 * time.Second
 	IdleTimeout       = 2 * time.Minute
@@ -85,6 +91,10 @@ const TokenSecretFileName = ".sandbox-token-secret"
 // API key: anyone who can reach it could run code.
 var ErrOpenWithoutKeys = errors.New("no API key configured: set SERVE_API_KEYS or SERVE_API_KEYS_FILE, or listen on loopback only (SERVE_ADDR=127.0.0.1:8080)")
 
+// ErrSharedDatasets means the server has API keys (tenants) and a dataset
+// cache that would serve one tenant's datasets to another.
+var ErrSharedDatasets = errors.New("DATASET_CACHE_SCOPE=shared or namespace serves a dataset one tenant selected to every other without asking the fetcher: with API keys set it to session (the default)")
+
 // Options are Run's dependencies.
 type Options struct {
 	// Keys are the tenants' API keys, for the no-key check (the mounts
@@ -99,6 +109,9 @@ type Options struct {
 	// Ready, when set, is called with the address once the server accepts
 	// connections.
 	Ready func(addr net.Addr)
+	// BodyTimeout is how long a request body may take beyond what its
+	// size needs at MinBodyRate. 0 means DefaultBodyTimeout.
+	BodyTimeout time.Duration
 }
 
 // Keys loads the API keys cfg names (Config.APIKeys) as tenants.
@@ -116,13 +129,14 @@ func TokenSecretFile(cfg config.Config) string {
 }
 
 // Tokens returns the per-sandbox token issuer of cfg, its secret read from
-// TokenSecretFile (made, owner-only, when missing).
+// TokenSecretFile (made, owner-only, when missing), its tokens lasting
+// SANDBOX_TOKEN_TTL_S.
 func Tokens(cfg config.Config) (tenant.Tokens, error) {
 	secret, err := artifacts.LoadOrCreateSecret(TokenSecretFile(cfg))
 	if err != nil {
 		return tenant.Tokens{}, fmt.Errorf("sandbox token secret: %w", err)
 	}
-	return tenant.NewTokens(secret), nil
+	return tenant.NewTokens(secret, tenant.WithTokenTTL(cfg.SandboxTokenTTL)), nil
 }
 
 // MaxBodyBytes is the largest request body the server reads, whatever the
@@ -132,16 +146,19 @@ func MaxBodyBytes(cfg config.Config) int64 {
 	return int64(cfg.FilesMaxCallMB)<<20 + 1<<20
 }
 
-// Handler returns the routes of mounts on one mux, each request's body
-// capped at maxBody, plus GET /healthz.
-func Handler(mounts Mounts, maxBody int64) http.Handler {
+// Handler returns the routes of mounts on one mux, plus GET /healthz,
+// behind p: requests a browser could send on a web page's behalf are
+// refused (Policy.check), bodies are capped at p.MaxBody and must arrive
+// in time, refusals close their connection, and /metrics needs its key on a
+// server with API keys.
+func Handler(mounts Mounts, p Policy) http.Handler {
 	mux := http.NewServeMux()
 	mount := func(h http.Handler, patterns ...string) {
 		if h == nil {
 			return
 		}
-		for _, p := range patterns {
-			mux.Handle(p, h)
+		for _, pat := range patterns {
+			mux.Handle(pat, h)
 		}
 	}
 	mount(mounts.OpenSandbox, "/v1/sandboxes", "/v1/sandboxes/", "/v1/snapshots", "/v1/snapshots/")
@@ -150,27 +167,61 @@ func Handler(mounts Mounts, maxBody int64) http.Handler {
 	mount(mounts.Native, "/v1/agentbox/")
 	mount(mounts.Artifacts, artifacts.DownloadPath)
 	if mounts.Metrics != nil {
-		mux.Handle("GET /metrics", mounts.Metrics)
+		mux.Handle("GET /metrics", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if no := p.metrics(r); no != nil {
+				if no.status == http.StatusUnauthorized {
+					w.Header().Set("WWW-Authenticate", `Bearer realm="agentbox metrics"`)
+				}
+				writeRefusal(w, no)
+				return
+			}
+			mounts.Metrics.ServeHTTP(w, r)
+		}))
 	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
 	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusNotFound)
-		_, _ = w.Write([]byte(`{"code":"NOT_FOUND","message":"no such route"}` + "\n"))
+		writeRefusal(w, &refusal{http.StatusNotFound, "NOT_FOUND", "no such route"})
 	})
-	return traced(mounts.Tracing, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength > maxBody {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusRequestEntityTooLarge)
-			_, _ = w.Write([]byte(`{"code":"REQUEST_TOO_LARGE","message":"request body too large"}` + "\n"))
+	grace := p.BodyTimeout
+	if grace <= 0 {
+		grace = DefaultBodyTimeout
+	}
+	api := traced(mounts.Tracing, mux)
+	// Outside the tracing wrapper, whose writer hides the connection from
+	// http.ResponseController (the body deadline needs it).
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		w := closingWriter{rw}
+		if p.MaxBody > 0 && r.ContentLength > p.MaxBody {
+			writeRefusal(w, &refusal{http.StatusRequestEntityTooLarge, "REQUEST_TOO_LARGE", "request body too large"})
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
-		mux.ServeHTTP(w, r)
-	}))
+		if no := p.check(r); no != nil {
+			writeRefusal(w, no)
+			return
+		}
+		if hasBody(r) {
+			r.Body = newDeadlineBody(rw, r, grace)
+		}
+		if p.MaxBody > 0 {
+			r.Body = http.MaxBytesReader(w, r.Body, p.MaxBody)
+		}
+		api.ServeHTTP(w, r)
+	})
+}
+
+// writeRefusal answers with the JSON every API of the server uses for an
+// error: {"code", "message"}.
+func writeRefusal(w http.ResponseWriter, no *refusal) {
+	w.Header().Set("Content-Type", "application/json")
+	if no.status == http.StatusForbidden || no.status == http.StatusUnsupportedMediaType {
+		w.Header().Set("Connection", "close")
+	}
+	w.WriteHeader(no.status)
+	body, _ := json.Marshal(map[string]string{"code": no.code, "message": no.message})
+	_, _ = w.Write(append(body, '\n'))
 }
 
 // traced opens a server span per request (but /healthz and /metrics, which
@@ -228,6 +279,10 @@ func Run(ctx context.Context, cfg config.Config, m *session.Manager, mounts Moun
 	if opts.Keys != nil {
 		nkeys = opts.Keys.Len()
 	}
+	// "" is the session scope; the Manager validated the rest.
+	if nkeys > 0 && cfg.DatasetCacheScope != "" && cfg.DatasetCacheScope != config.CacheSession {
+		return fmt.Errorf("serve with %d API keys: %w", nkeys, ErrSharedDatasets)
+	}
 	if nkeys == 0 {
 		if !loopback(ln.Addr()) {
 			return fmt.Errorf("serve on %s: %w", ln.Addr(), ErrOpenWithoutKeys)
@@ -235,8 +290,18 @@ func Run(ctx context.Context, cfg config.Config, m *session.Manager, mounts Moun
 		log.Warn("no API key configured: every client of this loopback address is one tenant", "addr", ln.Addr().String())
 	}
 
+	policy := Policy{
+		Keyless:     nkeys == 0,
+		Hosts:       append(slices.Clip(cfg.ServeAllowedHosts), hostName(cfg.ServeAddr)),
+		MetricsKey:  cfg.ServeMetricsKey,
+		MaxBody:     MaxBodyBytes(cfg),
+		BodyTimeout: opts.BodyTimeout,
+	}
+	if u, err := url.Parse(cfg.ArtifactPublicURL); err == nil && u.Host != "" {
+		policy.Hosts = append(policy.Hosts, hostName(u.Host)) // download links name it
+	}
 	srv := &http.Server{
-		Handler:           Handler(mounts, MaxBodyBytes(cfg)),
+		Handler:           Handler(mounts, policy),
 		ReadHeaderTimeout: ReadHeaderTimeout,
 		IdleTimeout:       IdleTimeout,
 		MaxHeaderBytes:    MaxHeaderBytes,
@@ -244,7 +309,7 @@ func Run(ctx context.Context, cfg config.Config, m *session.Manager, mounts Moun
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- srv.Serve(limitPerClient(ln, cfg.ServeMaxConnsPerClient)) }()
 	log.Info("serving", "addr", ln.Addr().String(), "namespace", m.Namespace(), "keys", nkeys)
 	if opts.Ready != nil {
 		opts.Ready(ln.Addr())

@@ -152,6 +152,9 @@ func TestServeAndRestart(t *testing.T) {
 	do := func(method, url string, body io.Reader) (int, string) {
 		req, _ := http.NewRequest(method, url, body)
 		req.Header.Set(opensandbox.APIKeyHeader, "a-key-0123456789abcdef")
+		if body != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatalf("%s %s: %v", method, url, err)
@@ -220,9 +223,16 @@ func TestTokens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok := a.Issue(tenant.Local, "sb1")
+	tok := a.Issue(tenant.Local, "sb1", "container-1")
 	if _, err := b.Verify(tok, "sb1"); err != nil {
 		t.Errorf("a token from the first start does not verify after the second: %v", err)
+	}
+	if a.TTL() != cfg.SandboxTokenTTL {
+		t.Errorf("token TTL %v, want SANDBOX_TOKEN_TTL_S's %v", a.TTL(), cfg.SandboxTokenTTL)
+	}
+	cfg.SandboxTokenTTL = time.Hour
+	if c, _ := server.Tokens(cfg); c.TTL() != time.Hour {
+		t.Errorf("token TTL %v with SANDBOX_TOKEN_TTL_S=3600", c.TTL())
 	}
 	info, err := os.Stat(server.TokenSecretFile(cfg))
 	if err != nil || info.Mode().Perm()&0o077 != 0 {

@@ -56,7 +56,7 @@ func TestTraceparent(t *testing.T) {
 	})
 	srv := httptest.NewServer(server.Handler(server.Mounts{
 		Native: native, Metrics: telemetry.MetricsHandler(reg), Tracing: tp,
-	}, 1<<20))
+	}, server.Policy{Keyless: true, MaxBody: 1 << 20}))
 	defer srv.Close()
 
 	const traceID, parentID = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
@@ -115,7 +115,7 @@ func TestTraceparent(t *testing.T) {
 
 // TestNoMetricsMount: without a Metrics handler /metrics is no route.
 func TestNoMetricsMount(t *testing.T) {
-	srv := httptest.NewServer(server.Handler(server.Mounts{}, 1<<20))
+	srv := httptest.NewServer(server.Handler(server.Mounts{}, server.Policy{Keyless: true, MaxBody: 1 << 20}))
 	defer srv.Close()
 	resp, err := http.Get(srv.URL + "/metrics")
 	if err != nil {

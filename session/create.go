@@ -51,7 +51,7 @@ func (m *Manager) create(ctx context.Context, e *entry) (err error) {
 	m.applyCreation(&spec, e.cr, time.Now())
 	t0 := time.Now()
 	cctx, cspan := m.startSpan(ctx, SpanContainer, e.key)
-	id, err := m.drv.Create(cctx, spec)
+	id, err := m.createOnDisk(cctx, e.id, spec)
 	endSpan(cspan, err)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -115,7 +115,11 @@ func (m *Manager) adopt(ctx context.Context, e *entry, p *pooled) error {
 		return err
 	}
 	if m.cfg.SessionStorage == config.StorageBind {
-		if err := m.claimDir(p.dir, e.id); err != nil {
+		claim := m.claimDir
+		if m.diskLimited() {
+			claim = m.claimDisk
+		}
+		if err := claim(p.dir, e.id); err != nil {
 			m.removeBestEffort(p.id)
 			p.client.Close()
 			return err

@@ -107,12 +107,15 @@ func TestDatasetsPerSessionKey(t *testing.T) {
 	}
 }
 
-// TestDatasetsForget: under the shared scope (the default) a dataset is
+// TestDatasetsForget: under the shared scope (chosen) a dataset is
 // fetched once for all keys, until ForgetDataset.
 func TestDatasetsForget(t *testing.T) {
 	t.Parallel()
 	src := &source{version: "v1"}
-	cfg := testConfig(t, func(c *config.Config) { c.DatasetAccess = config.AccessAPI })
+	cfg := testConfig(t, func(c *config.Config) {
+		c.DatasetAccess = config.AccessAPI
+		c.DatasetCacheScope = config.CacheShared
+	})
 	m := managerFor(t, cfg, namespace(), session.WithFetcher(src.fetcher()))
 
 	selectOK(t, m, "x", "d.csv")

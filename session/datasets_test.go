@@ -76,12 +76,13 @@ func TestDatasetsFromAPI(t *testing.T) {
 		c.DatasetsAPIURL = srv.URL + "/d/{id}"
 		c.DatasetsAPITimeout = time.Second
 		c.DatasetMaxMB = 1
+		c.DatasetCacheScope = config.CacheShared // a dataset every user may read
 	})
 	ns := namespace()
 	m := managerFor(t, cfg, ns)
 	ctx := context.Background()
 
-	// Two sessions select the same dataset at once: one fetch.
+	// Two sessions select the same shared dataset at once: one fetch.
 	var wg sync.WaitGroup
 	sels := make([]session.Selection, 2)
 	errs := make([]error, 2)

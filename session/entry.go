@@ -436,6 +436,9 @@ func (m *Manager) record(ctx context.Context, e *entry) error {
 		Limits:         m.limitsOf(e.cr),
 		Expires:        e.cr.expiry(e.created),
 	})
+	if err != nil && diskFull(err) {
+		return fmt.Errorf("%w on the disk of the database (ARTIFACTS_DB): record session: %w", ErrNoSpace, err)
+	}
 	if err != nil {
 		return fmt.Errorf("record session: %w", err)
 	}
@@ -509,6 +512,7 @@ func (m *Manager) markStopped(ctx context.Context, id, containerID, reason strin
 			m.log.Warn("record session end", "session_id", id, "err", err)
 		}
 	}
+	m.releaseDisk(context.WithoutCancel(ctx), id, m.containerName(id))
 }
 
 // dial connects to the kernel of container id, retrying while its init

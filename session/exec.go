@@ -145,6 +145,10 @@ func (m *Manager) Exec(ctx context.Context, key, code string, opts ...ExecOption
 		if err != nil {
 			release()
 			m.metrics.dbFailed("begin_execution")
+			if diskFull(err) {
+				// The tenant hears what is full, not where it is.
+				return nil, &Error{Op: "exec", Key: key, ContainerID: e.containerID, Err: fmt.Errorf("%w on the disk of the database (ARTIFACTS_DB): record that execution %s starts (it did not run): %w", ErrNoSpace, o.id, err)}
+			}
 			return nil, &Error{Op: "exec", Key: key, ContainerID: e.containerID, Err: fmt.Errorf("record that execution %s starts (it did not run): %s: %w", o.id, storageTrouble(err, m.cfg.ArtifactsDB), err)}
 		}
 		res, err := m.execute(ctx, e, code, o)
@@ -170,10 +174,16 @@ func (m *Manager) recordPending(ctx context.Context, e *entry) {
 // storageTrouble describes a failure to store: a full disk is named as such,
 // with the path.
 func storageTrouble(err error, path string) string {
-	if errors.Is(err, syscall.ENOSPC) || strings.Contains(err.Error(), "database or disk is full") {
+	if diskFull(err) {
 		return "disk full at " + path + ": " + err.Error()
 	}
 	return err.Error()
+}
+
+// diskFull reports whether err is a full disk: ENOSPC, or SQLite's
+// SQLITE_FULL (which the store reports by its text).
+func diskFull(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || strings.Contains(err.Error(), "database or disk is full")
 }
 
 // codeSum is the hex SHA-256 of code: what tells a retry from another use of

@@ -14,7 +14,9 @@ import (
 	"github.com/agentbox/agentbox/kernel"
 )
 
-// Info describes a session.
+// Info describes a session. ContainerID names one incarnation of it: a
+// session created again under its key has another (agentbox serve's execd
+// tokens rely on that).
 type Info struct {
 	Key            string    `json:"key"` // empty if no record names it (its history was deleted)
 	ID             string    `json:"id"`

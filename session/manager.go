@@ -104,6 +104,8 @@ type Manager struct {
 	mu       sync.Mutex
 	closed   bool
 	sessions map[string]*entry // by session id
+
+	diskMu sync.Mutex // one reserve check and image allocation at a time (disk.go)
 }
 
 // Option configures a Manager.

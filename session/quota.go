@@ -92,9 +92,9 @@ type quota struct {
 	// database.
 	admitting sync.Mutex
 	mu        sync.Mutex
-	creating map[string]map[string]int // by prefix: ids of sessions being created, with their MiB
-	inflight map[string]int            // by prefix: calls admitted and not finished
-	art      map[string]artUse         // by prefix
+	creating  map[string]map[string]int // by prefix: ids of sessions being created, with their MiB
+	inflight  map[string]int            // by prefix: calls admitted and not finished
+	art       map[string]artUse         // by prefix
 }
 
 type artUse struct {

@@ -51,6 +51,7 @@ func (m *Manager) sweep(ctx context.Context) {
 		}
 	}
 	now := time.Now()
+	defer m.releaseDisks(ctx)
 	m.endVanished(ctx, list, rows, now)
 	for _, c := range list {
 		if ctx.Err() != nil {

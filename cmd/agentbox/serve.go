@@ -47,6 +47,10 @@ environment (also read from ./.env; see example.env for all):
   SERVE_API_KEYS_FILE  a file of more keys, one per line
                        With no key the server starts only on a loopback address
                        (SERVE_ADDR=127.0.0.1:8080), where everyone is one tenant.
+                       and answers only loopback host names (DNS rebinding)
+  SERVE_ALLOWED_HOSTS  more host names a keyless server answers
+  SERVE_MAX_CONNS_PER_CLIENT   connections one client address may hold (256)
+  SERVE_METRICS_KEY    bearer token of /metrics on a server with keys
   SANDBOX_IMAGE, SANDBOX_IMAGES   what sandboxes run: a requested image that is
                        not an allowed name or reference runs as SANDBOX_IMAGE
   SANDBOX_MAX_MEMORY_MB, SANDBOX_MAX_CPUS, SESSION_MAX_TTL_S   the most a sandbox

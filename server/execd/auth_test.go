@@ -23,6 +23,8 @@ func TestAccess(t *testing.T) {
 		t.Fatal(err)
 	}
 	stopped := e.sandbox("sbx-stopped")
+	stoppedToken := e.tokenOf(tenant.Local, stopped)
+	cid := containerOf(t, e.m, tenant.Local, e.id)
 	if err := e.m.Stop(context.Background(), tenant.Local.SessionKey(stopped)); err != nil {
 		t.Fatal(err)
 	}
@@ -37,10 +39,12 @@ func TestAccess(t *testing.T) {
 		{"garbage token", e.id, "garbage", http.StatusForbidden, codeForbidden},
 		{"forged token", e.id, "local.AAAA", http.StatusForbidden, codeForbidden},
 		{"token of A on B", b, e.token, http.StatusForbidden, codeForbidden},
-		{"token of another secret", e.id, tenant.NewTokens([]byte("other-secret-0123456789abcdefghij")).Issue(tenant.Local, e.id), http.StatusForbidden, codeForbidden},
-		{"another tenant's token for the same id", e.id, e.tokens.Issue(otherTenant, e.id), http.StatusNotFound, codeSandboxNotFound},
-		{"unknown sandbox", "nope", e.tokens.Issue(tenant.Local, "nope"), http.StatusNotFound, codeSandboxNotFound},
-		{"stopped sandbox", stopped, e.tokens.Issue(tenant.Local, stopped), http.StatusNotFound, codeSandboxNotFound},
+		{"token of another secret", e.id, tenant.NewTokens([]byte("other-secret-0123456789abcdefghij")).Issue(tenant.Local, e.id, cid), http.StatusForbidden, codeForbidden},
+		// A keyless server serves only the local tenant: a key's token is
+		// refused before any lookup (TestOtherTenant has it with keys).
+		{"a key tenant's token on a keyless server", e.id, e.tokens.Issue(otherTenant, e.id, cid), http.StatusUnauthorized, codeKeyRevoked},
+		{"unknown sandbox", "nope", e.tokenOf(tenant.Local, "nope"), http.StatusNotFound, codeSandboxNotFound},
+		{"stopped sandbox", stopped, stoppedToken, http.StatusNotFound, codeSandboxNotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -72,7 +76,7 @@ func TestAccess(t *testing.T) {
 	if resp.Header.Get("X-Request-ID") == "" {
 		t.Errorf("no X-Request-ID made up")
 	}
-	wantStatus(t, e.reqAs(b, e.tokens.Issue(tenant.Local, b), "GET", "/ping", nil), http.StatusOK)
+	wantStatus(t, e.reqAs(b, e.tokenOf(tenant.Local, b), "GET", "/ping", nil), http.StatusOK)
 }
 
 // TestRoutingErrors: unknown routes and methods answer in OpenSandbox's

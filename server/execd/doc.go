@@ -7,13 +7,16 @@
 //
 // NewHandler answers /execd/{id}/<route> (the prefix is Options.Prefix):
 // the lifecycle API hands clients the endpoint <host>/execd/{id} with the
-// header X-EXECD-ACCESS-TOKEN set to Tokens.Issue(tenant, id), and the SDK
-// calls <endpoint>/<route>. Every request must carry that token: it names
-// the tenant, and the session key is tenant.SessionKey(id), so a tenant
-// reaches only its own sandboxes and the token of sandbox A opens nothing
-// on B. A missing token is 401, a wrong one 403. The sandbox must exist and
-// not be stopped (404 otherwise): the handler never creates a session, it
-// asks Manager.Info before any call that would.
+// header X-EXECD-ACCESS-TOKEN set to Tokens.Issue(tenant, id, container
+// id), and the SDK calls <endpoint>/<route>. Every request must carry that
+// token: it names the tenant, and the session key is tenant.SessionKey(id),
+// so a tenant reaches only its own sandboxes and the token of sandbox A
+// opens nothing on B. A missing token is 401, a wrong one 403; an expired
+// one (TOKEN_EXPIRED), one whose tenant is no longer among Options.Keys
+// (KEY_REVOKED) and one issued for an earlier container of the sandbox
+// (SANDBOX_RECREATED) are 401, each refusal with Connection: close. The
+// sandbox must exist and not be stopped (404 otherwise): the handler never
+// creates a session, it asks Manager.Info before any call that would.
 //
 // # Streams
 //

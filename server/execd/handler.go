@@ -36,6 +36,10 @@ type Options struct {
 	// Tokens checks the X-EXECD-ACCESS-TOKEN of every request. The zero
 	// Tokens accepts none.
 	Tokens tenant.Tokens
+	// Keys are the API keys the server serves now: a token opens nothing
+	// once its tenant's key is gone (Keys.Serves). Nil or empty: a
+	// keyless server, where only tenant.Local's tokens open anything.
+	Keys *tenant.Keys
 	// Log receives what goes wrong on the server's side (5xx answers,
 	// broken streams); nil discards. Tokens are never logged.
 	Log *slog.Logger
@@ -196,28 +200,31 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	token := r.Header.Get(TokenHeader)
-	if token == "" {
-		writeError(w, errorf(http.StatusUnauthorized, codeUnauthorized, "missing %s header", TokenHeader))
+	claims, refusal := h.authenticate(r, id)
+	if refusal != nil {
+		refuse(w, refusal)
 		return
 	}
-	t, err := h.opts.Tokens.Verify(token, id)
-	if err != nil {
-		writeError(w, errorf(http.StatusForbidden, codeForbidden, "the access token is not valid for this sandbox"))
-		return
-	}
-	c := &call{w: w, r: r, id: id, key: t.SessionKey(id), route: route}
+	c := &call{w: w, r: r, id: id, key: claims.Tenant.SessionKey(id), route: route}
 	// Info neither creates nor resumes a session: every route below may
 	// call what would create one, so an unknown or stopped sandbox stops
 	// here.
 	// Without the memory reading, which costs the engine a second: /metrics
 	// asks for it again.
+	var err error
 	c.info, err = h.m.Info(r.Context(), c.key, session.WithoutMemoryUse())
 	if err == nil && (c.info.State == session.StateStopped || c.info.State == session.StateLost) {
 		err = errorf(http.StatusNotFound, codeSandboxNotFound, "sandbox %s is %s", id, c.info.State)
 	}
 	if errors.Is(err, session.ErrNotFound) {
 		err = errorf(http.StatusNotFound, codeSandboxNotFound, "sandbox %s not found", id)
+	}
+	// The container id names this incarnation of the sandbox: one deleted
+	// and created again under the same name has another.
+	if err == nil && !claims.Opens(c.info.ContainerID) {
+		refuse(w, errorf(http.StatusUnauthorized, codeSandboxRecreated,
+			"sandbox %s was deleted and created again since this access token was issued: ask for its endpoint again (GET /v1/sandboxes/%s/endpoints/{port}) for a token of the new one", id, id))
+		return
 	}
 	if err == nil {
 		if param != "" {

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -66,17 +67,16 @@ func newEnv(t *testing.T, edit func(*Options)) *env {
 			t.Errorf("sweep: %v", err)
 		}
 	})
-	tokens := tenant.NewTokens(secret)
-	opts := Options{Tokens: tokens, PingInterval: 200 * time.Millisecond}
+	opts := Options{Tokens: tenant.NewTokens(secret), PingInterval: 200 * time.Millisecond}
 	if edit != nil {
 		edit(&opts)
 	}
 	h := newHandler(m, opts)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	e := &env{t: t, m: m, h: h, srv: srv, tokens: tokens}
+	e := &env{t: t, m: m, h: h, srv: srv, tokens: opts.Tokens}
 	e.id = e.sandbox("sbx-a")
-	e.token = tokens.Issue(tenant.Local, e.id)
+	e.token = e.tokenOf(tenant.Local, e.id)
 	return e
 }
 
@@ -89,6 +89,17 @@ func (e *env) sandbox(id string) string {
 		e.t.Fatalf("start sandbox %s: %v", id, err)
 	}
 	return id
+}
+
+// tokenOf issues t's token of sandbox id as the lifecycle API does: for
+// its current container, or for none when it has none.
+func (e *env) tokenOf(t tenant.Tenant, id string) string {
+	e.t.Helper()
+	info, err := e.m.Info(context.Background(), t.SessionKey(id), session.WithoutMemoryUse())
+	if err != nil && !errors.Is(err, session.ErrNotFound) {
+		e.t.Fatalf("info of sandbox %s: %v", id, err)
+	}
+	return e.tokens.Issue(t, id, info.ContainerID)
 }
 
 // req sends a request to the ready sandbox's route with its token.

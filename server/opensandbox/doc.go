@@ -22,8 +22,9 @@
 // States: running is Running, paused Paused, stopped Terminated, lost
 // Failed. Endpoint resolution answers every port with the one execution
 // daemon of the server, <host>/execd/<id>, and a per-sandbox access token in
-// the header X-EXECD-ACCESS-TOKEN (the execd routes themselves are package
-// server/execd's); the SDK resolves the egress sidecar's port 18080 on every
+// the header X-EXECD-ACCESS-TOKEN, of the sandbox's current container and
+// valid for the Tokens' TTL from the call (the execd routes themselves are
+// package server/execd's); the SDK resolves the egress sidecar's port 18080 on every
 // create and fails if that does not resolve, so it does.
 //
 // # Requests

@@ -278,9 +278,11 @@ func (h *handler) endpoint(w http.ResponseWriter, r *http.Request) {
 	if host == "" {
 		host = r.Host
 	}
+	// A token for this incarnation of the sandbox (its container), valid
+	// for the token TTL from now: asking again renews it.
 	t, _ := tenant.From(r.Context())
 	writeJSON(w, http.StatusOK, endpointResponse{
 		Endpoint: host + strings.TrimSuffix(ExecdPrefix, "/") + "/" + id,
-		Headers:  map[string]string{TokenHeader: h.opts.Tokens.Issue(t, id)},
+		Headers:  map[string]string{TokenHeader: h.opts.Tokens.Issue(t, id, info.ContainerID)},
 	})
 }

@@ -1,6 +1,7 @@
 package opensandbox_test
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/url"
@@ -62,12 +63,16 @@ func TestLifecycle(t *testing.T) {
 			t.Errorf("endpoint %s: %q, want %s/execd/%s", port, ep.Endpoint, host, sb.ID)
 		}
 		tok := ep.Headers[opensandbox.TokenHeader]
-		tn, err := e.tokens.Verify(tok, sb.ID)
+		claims, err := e.tokens.Verify(tok, sb.ID)
 		if err != nil {
 			t.Errorf("endpoint %s: token does not verify: %v", port, err)
 		}
-		if want, _ := e.keys.Lookup(keyA); tn != want {
-			t.Errorf("endpoint %s: token of tenant %v, want %v", port, tn, want)
+		want, _ := e.keys.Lookup(keyA)
+		if claims.Tenant != want {
+			t.Errorf("endpoint %s: token of tenant %v, want %v", port, claims.Tenant, want)
+		}
+		if info, err := e.m.Info(context.Background(), want.SessionKey(sb.ID)); err != nil || !claims.Opens(info.ContainerID) {
+			t.Errorf("endpoint %s: the token does not open the sandbox's container %q (%v)", port, info.ContainerID, err)
 		}
 		if _, err := e.tokens.Verify(tok, "another-sandbox"); err == nil {
 			t.Errorf("endpoint %s: the token opens another sandbox", port)

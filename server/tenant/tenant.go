@@ -47,11 +47,12 @@ var (
 type Keys struct {
 	sums [][sha256.Size]byte
 	ids  []string
+	byID map[string]bool
 }
 
 // NewKeys returns the tenants of keys (empty ones are skipped).
 func NewKeys(keys []string) *Keys {
-	k := &Keys{}
+	k := &Keys{byID: map[string]bool{}}
 	for _, key := range keys {
 		key = strings.TrimSpace(key)
 		if key == "" {
@@ -59,9 +60,23 @@ func NewKeys(keys []string) *Keys {
 		}
 		sum := sha256.Sum256([]byte(key))
 		k.sums = append(k.sums, sum)
-		k.ids = append(k.ids, "t"+hex.EncodeToString(sum[:8]))
+		id := "t" + hex.EncodeToString(sum[:8])
+		k.ids = append(k.ids, id)
+		k.byID[id] = true
 	}
 	return k
+}
+
+// Serves reports whether a request of t is served now: t is the tenant of
+// one of the keys, or, with no keys (nil or empty), t is Local. What was
+// issued to a tenant (an execd token) is checked with it on every request,
+// so removing a key and restarting revokes it, and a server given keys
+// refuses what its keyless past issued to Local.
+func (k *Keys) Serves(t Tenant) bool {
+	if k == nil || len(k.ids) == 0 {
+		return t == Local
+	}
+	return k.byID[t.ID]
 }
 
 // Len is how many keys there are.

@@ -55,29 +55,32 @@ func TestSessionKeys(t *testing.T) {
 	}
 }
 
-func TestTokens(t *testing.T) {
-	k := NewTokens([]byte("0123456789abcdef0123456789abcdef"))
-	a, b := Tenant{ID: "ta"}, Tenant{ID: "tb"}
-	tok := k.Issue(a, "box-1")
-	if got, err := k.Verify(tok, "box-1"); err != nil || got != a {
-		t.Fatalf("Verify own token: %v %v", got, err)
-	}
-	other := NewTokens([]byte("another secret, another server.."))
-	bad := []struct{ name, token, sandbox string }{
-		{"another sandbox", tok, "box-2"},
-		{"another tenant's name on it", "tb" + tok[len("ta"):], "box-1"},
-		{"another tenant's token", k.Issue(b, "box-1")[:3] + "x", "box-1"},
-		{"another server's token", other.Issue(a, "box-1"), "box-1"},
-		{"empty", "", "box-1"},
-		{"no dot", "tabox", "box-1"},
-		{"no tenant", "." + tok[len("ta."):], "box-1"},
-	}
-	for _, c := range bad {
-		if _, err := k.Verify(c.token, c.sandbox); !errors.Is(err, ErrBadToken) {
-			t.Errorf("%s: %v, want ErrBadToken", c.name, err)
+// TestServes: a tenant is served while its key is configured; Local only
+// by a server without keys.
+func TestServes(t *testing.T) {
+	k := NewKeys([]string{"alpha", "beta"})
+	a, _ := k.Lookup("alpha")
+	b, _ := k.Lookup("beta")
+	onlyB := NewKeys([]string{"beta"})
+	for _, c := range []struct {
+		name string
+		keys *Keys
+		t    Tenant
+		want bool
+	}{
+		{"a key's tenant", k, a, true},
+		{"its key removed", onlyB, a, false},
+		{"the remaining key", onlyB, b, true},
+		{"Local with keys", k, Local, false},
+		{"Local without keys", NewKeys(nil), Local, true},
+		{"Local, nil keys", nil, Local, true},
+		{"a key's tenant without keys", NewKeys(nil), a, false},
+		{"a key's tenant, nil keys", nil, a, false},
+		{"the zero Keys", &Keys{}, Local, true},
+		{"empty tenant", k, Tenant{}, false},
+	} {
+		if got := c.keys.Serves(c.t); got != c.want {
+			t.Errorf("%s: Serves(%q) = %v, want %v", c.name, c.t.ID, got, c.want)
 		}
-	}
-	if _, err := (Tokens{}).Verify(Tokens{}.Issue(a, "box-1"), "box-1"); !errors.Is(err, ErrBadToken) {
-		t.Errorf("tokens without a secret verify: %v", err)
 	}
 }

@@ -1,0 +1,150 @@
+package server
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Request bodies. There is no timeout on whole requests (streams last as
+// long as their code runs), but a body must arrive: within BodyTimeout plus
+// the time its bytes need at MinBodyRate. A client that trickles a body is
+// cut off then instead of holding its connection, and its descriptor, for
+// as long as it likes, before any API could even check its key.
+const (
+	DefaultBodyTimeout = 15 * time.Second
+	MinBodyRate        = 64 << 10 // bytes per second
+)
+
+// deadlineBody moves the connection's read deadline as a body arrives, and
+// lifts it once the body is read, so that a response streamed afterwards
+// (an execution's events) is not cut.
+type deadlineBody struct {
+	io.ReadCloser
+	rc    *http.ResponseController
+	start time.Time
+	grace time.Duration
+	n     int64
+	done  bool
+}
+
+func newDeadlineBody(w http.ResponseWriter, r *http.Request, grace time.Duration) *deadlineBody {
+	b := &deadlineBody{ReadCloser: r.Body, rc: http.NewResponseController(w), start: time.Now(), grace: grace}
+	_ = b.rc.SetReadDeadline(b.start.Add(grace))
+	return b
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n += int64(n)
+	switch {
+	case err == io.EOF && !b.done:
+		// Only the end lifts it: after an overdue body the server must
+		// not wait for the rest.
+		b.done = true
+		_ = b.rc.SetReadDeadline(time.Time{})
+	case n > 0:
+		_ = b.rc.SetReadDeadline(b.start.Add(b.grace + time.Duration(b.n)*time.Second/MinBodyRate))
+	}
+	return n, err
+}
+
+// closingWriter closes the connection after a refusal (401, 403, 413): a
+// client turned away does not keep the connection, nor make the server
+// read the rest of its body to reuse it.
+type closingWriter struct{ http.ResponseWriter }
+
+func (w closingWriter) WriteHeader(code int) {
+	switch code {
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusRequestEntityTooLarge:
+		w.Header().Set("Connection", "close")
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w closingWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w closingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// perClient caps the connections one client address holds at once
+// (SERVE_MAX_CONNS_PER_CLIENT): past the cap a connection is answered 429
+// and closed, so one client cannot take every descriptor of the server.
+type perClient struct {
+	net.Listener
+	max int
+
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func limitPerClient(ln net.Listener, max int) net.Listener {
+	if max <= 0 {
+		return ln
+	}
+	return &perClient{Listener: ln, max: max, n: make(map[string]int)}
+}
+
+func (l *perClient) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		addr := c.RemoteAddr().String()
+		if host, _, err := net.SplitHostPort(addr); err == nil {
+			addr = host
+		}
+		l.mu.Lock()
+		if l.n[addr] >= l.max {
+			l.mu.Unlock()
+			go l.refuse(c)
+			continue
+		}
+		l.n[addr]++
+		l.mu.Unlock()
+		return &countedConn{Conn: c, release: sync.OnceFunc(func() {
+			l.mu.Lock()
+			if l.n[addr]--; l.n[addr] <= 0 {
+				delete(l.n, addr)
+			}
+			l.mu.Unlock()
+		})}, nil
+	}
+}
+
+// refuse answers a connection over the cap with a 429 and closes it,
+// within a few seconds whatever the client does.
+func (l *perClient) refuse(c net.Conn) {
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(3 * time.Second))
+	// Read what the client sent first: closing with unread data resets the
+	// connection, and the client would not see why.
+	buf := make([]byte, 4096)
+	_, _ = c.Read(buf)
+	body := `{"code":"TOO_MANY_CONNECTIONS","message":"this client address holds ` + strconv.Itoa(l.max) +
+		` connections already (SERVE_MAX_CONNS_PER_CLIENT); reuse them or close some"}` + "\n"
+	fmt.Fprintf(c, "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body)
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.CloseWrite()
+		_, _ = io.Copy(io.Discard, io.LimitReader(c, 1<<16))
+	}
+}
+
+type countedConn struct {
+	net.Conn
+	release func()
+}
+
+func (c *countedConn) Close() error {
+	c.release()
+	return c.Conn.Close()
+}
