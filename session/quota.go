@@ -87,9 +87,10 @@ type quota struct {
 	group func(string) (string, bool)
 
 	// admitting is held across a creation's count and reservation (a
-	// database read), so that two creations at the limit cannot both
-	// win; mu guards the maps only, so calls in flight never wait on the
-	// database.
+	// database read), and by the release of a reservation: a creation
+	// that records its row and gives up its reservation between another's
+	// read and check would be seen by neither. mu guards the maps only,
+	// so calls in flight never wait on the database.
 	admitting sync.Mutex
 	mu        sync.Mutex
 	creating  map[string]map[string]int // by prefix: ids of sessions being created, with their MiB
@@ -154,6 +155,8 @@ func (m *Manager) admitSession(ctx context.Context, e *entry) (func(), error) {
 	}
 	q.creating[prefix][e.id] = mem
 	return func() {
+		q.admitting.Lock()
+		defer q.admitting.Unlock()
 		q.mu.Lock()
 		defer q.mu.Unlock()
 		delete(q.creating[prefix], e.id)
