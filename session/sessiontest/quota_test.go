@@ -86,7 +86,7 @@ func TestQuotaSandboxes(t *testing.T) {
 // TestQuotaSandboxesRace: many creations at once for one tenant at its
 // limit: exactly as many as the limit win.
 func TestQuotaSandboxesRace(t *testing.T) {
-	for round := range 5 {
+	for round := range 20 {
 		d := sessiontest.NewDriver()
 		m := quotaManager(t, d, func(c *config.Config) { c.TenantMaxSandboxes = 2 })
 		var ok, refused atomic.Int32
