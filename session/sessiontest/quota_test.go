@@ -86,12 +86,12 @@ func TestQuotaSandboxes(t *testing.T) {
 // TestQuotaSandboxesRace: many creations at once for one tenant at its
 // limit: exactly as many as the limit win.
 func TestQuotaSandboxesRace(t *testing.T) {
-	for round := range 20 {
+	for round := range 30 {
 		d := sessiontest.NewDriver()
 		m := quotaManager(t, d, func(c *config.Config) { c.TenantMaxSandboxes = 2 })
 		var ok, refused atomic.Int32
 		var wg sync.WaitGroup
-		for i := range 8 {
+		for i := range 16 {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -107,8 +107,8 @@ func TestQuotaSandboxesRace(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		if ok.Load() != 2 || refused.Load() != 6 || d.Created() != 2 {
-			t.Fatalf("round %d: %d created, %d refused, %d containers; want 2, 6, 2", round, ok.Load(), refused.Load(), d.Created())
+		if ok.Load() != 2 || refused.Load() != 14 || d.Created() != 2 {
+			t.Fatalf("round %d: %d created, %d refused, %d containers; want 2, 14, 2", round, ok.Load(), refused.Load(), d.Created())
 		}
 	}
 }
