@@ -321,6 +321,27 @@ type Config struct {
 	// is. SANDBOX_TOKEN_TTL_S, in whole seconds, default 86400, from 60
 	// to 604800.
 	SandboxTokenTTL time.Duration
+
+	// Tenant quotas (see quota.go): what the sessions of one tenant (an
+	// API key of agentbox serve; a group of keys a library user names
+	// with session.WithQuotaGroup) may hold at once. 0 means no limit.
+
+	// TenantMaxSandboxes is the most sessions a tenant may have at once.
+	// TENANT_MAX_SANDBOXES, default 16.
+	TenantMaxSandboxes int
+	// TenantMaxMemoryMB is the most memory, in MiB, a tenant's sessions
+	// may have as their limits, summed. TENANT_MAX_MEMORY_MB, default
+	// 16384.
+	TenantMaxMemoryMB int
+	// TenantMaxInflight is the most executions and shell commands a
+	// tenant may have running or waiting for their session's turn at
+	// once. TENANT_MAX_INFLIGHT, default 32.
+	TenantMaxInflight int
+	// TenantMaxArtifactMB is the most artifact bytes, in MiB, the index
+	// may hold for a tenant's sessions; past it executions and commands
+	// are refused.
+	// TENANT_MAX_ARTIFACT_MB, default 10240.
+	TenantMaxArtifactMB int
 }
 
 // Values of Config.DatasetCacheScope (datasets.Scope has the same names).
@@ -414,6 +435,10 @@ func Default() Config {
 		ServeAddr:              ":8080",
 		ServeMaxConnsPerClient: 256,
 		SandboxTokenTTL:        86400 * time.Second,
+		TenantMaxSandboxes:     DefaultTenantMaxSandboxes,
+		TenantMaxMemoryMB:      DefaultTenantMaxMemoryMB,
+		TenantMaxInflight:      DefaultTenantMaxInflight,
+		TenantMaxArtifactMB:    DefaultTenantMaxArtifactMB,
 	}
 }
 
@@ -662,7 +687,7 @@ var (
 // specs returns the variables in the order of example.env. It builds a fresh
 // list each call so there is no package state to guard.
 func specs() []spec {
-	return append(append(baseSpecs(), lifecycleSpecs()...), serveSpecs()...)
+	return append(append(append(baseSpecs(), lifecycleSpecs()...), serveSpecs()...), quotaSpecs()...)
 }
 
 func baseSpecs() []spec {

@@ -86,6 +86,12 @@ func (m *Manager) acquireWith(ctx context.Context, key string, create bool, cr *
 		case <-ctx.Done():
 			return nil, nil, ctx.Err()
 		}
+		if err := ctx.Err(); err != nil {
+			// Both were ready and the turn won: a caller that left never
+			// runs anything.
+			<-e.turn
+			return nil, nil, err
+		}
 		m.mu.Lock()
 		gone, closed := e.gone, m.closed
 		m.mu.Unlock()
@@ -266,7 +272,13 @@ func (m *Manager) open(ctx context.Context, e *entry, create bool) error {
 		if !create {
 			return ErrNotFound
 		}
+		// The one door every new session passes, whichever API asked.
+		admitted, err := m.admitSession(ctx, e)
+		if err != nil {
+			return err
+		}
 		err = m.create(ctx, e)
+		admitted()
 		if err == nil && rerr == nil {
 			// Never a silent fresh start: the first result says so.
 			e.notice = freshNotice(row.StopReason)

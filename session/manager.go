@@ -84,6 +84,7 @@ type Manager struct {
 	pool        *pool
 	owner       *owner     // this process, as the owner of its executions
 	cmds        commandSet // background shell commands (StartCommand)
+	quota       *quota     // tenant quotas (WithQuotaGroup); nil: none
 	// noIntents skips the intent write. Only the benchmark that prices
 	// that write sets it, to measure the Manager without it in the same
 	// run; nothing else may.

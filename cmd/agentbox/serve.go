@@ -57,6 +57,9 @@ environment (also read from ./.env; see example.env for all):
                        may ask for; a request above is refused, never trimmed
                        (the OpenSandbox SDK asks for 2Gi of memory by default)
   SESSION_TTL_S        time to live of a sandbox created without a timeout
+  TENANT_MAX_SANDBOXES, TENANT_MAX_MEMORY_MB, TENANT_MAX_INFLIGHT,
+  TENANT_MAX_ARTIFACT_MB   each key's quotas, over every API (0: none); past
+                       one a request is refused with 429 naming it
   AGENTBOX_NAMESPACE, ARTIFACTS_DB   whose sessions, and where their records are
 
 The per-sandbox execd tokens are signed with a secret kept in
@@ -101,7 +104,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitSandbox
 	}
 	reg := telemetry.NewRegistry() // this server's metrics, at /metrics
-	m, err := session.NewManager(ctx, cfg, session.WithLogger(log), session.WithMetrics(reg))
+	m, err := session.NewManager(ctx, cfg, append(server.SessionOptions(), session.WithLogger(log), session.WithMetrics(reg))...)
 	if err != nil {
 		return failure(ctx, stderr, err)
 	}

@@ -22,6 +22,8 @@ type apiError struct {
 // an outcome-unknown error also wraps the session's loss.
 func classify(err error) (int, string) {
 	switch {
+	case errors.Is(err, session.ErrQuota):
+		return http.StatusTooManyRequests, "quota_exceeded"
 	case errors.Is(err, kernel.ErrIDConflict):
 		return http.StatusConflict, "id_conflict"
 	case errors.Is(err, session.ErrOutcomeUnknown):

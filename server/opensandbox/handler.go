@@ -180,6 +180,7 @@ const (
 	codeUnavailable      = "SANDBOX::UNAVAILABLE"
 	codeNoSpace          = "SANDBOX::INSUFFICIENT_STORAGE"
 	codeInternal         = "SANDBOX::UNKNOWN_ERROR"
+	codeQuota            = "SANDBOX::QUOTA_EXCEEDED" // agentbox's: a tenant quota (TENANT_MAX_*)
 )
 
 // errorBody is OpenSandbox's ErrorResponse.
@@ -207,7 +208,10 @@ func tooLargeMessage(limit int64) string {
 // what is the server's fault.
 func (h *handler) fail(w http.ResponseWriter, r *http.Request, id string, err error) {
 	var oe *session.OptionError
+	var qe *session.QuotaError
 	switch {
+	case errors.As(err, &qe):
+		writeError(w, http.StatusTooManyRequests, codeQuota, qe.Error())
 	case errors.Is(err, session.ErrNotFound), errors.Is(err, session.ErrInvalidKey):
 		writeError(w, http.StatusNotFound, codeSandboxNotFound, "sandbox "+id+" not found")
 	case errors.Is(err, session.ErrAboveMaximum):
