@@ -14,6 +14,7 @@ import (
 	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/internal/docker"
 	"github.com/agentbox/agentbox/internal/dockertest"
+	"github.com/agentbox/agentbox/kernel"
 	"github.com/agentbox/agentbox/session"
 )
 
@@ -192,16 +193,48 @@ func TestCommandGetsTheDefaultTimeout(t *testing.T) {
 
 // TestSweepSparesASessionBusyElsewhere: the idle sweep of one process never
 // takes a session another process is running code in, however long ago
-// that execution began.
+// that execution began. Here a short command in the same session, while
+// the code runs, is its last use: past the idle timeout after it, no use
+// and no execution is newer than what the sweep saw, and only the open
+// execution says the session is busy. (The command runs in the sweeping
+// process: in the executing one it would wait for the execution's turn.)
 func TestSweepSparesASessionBusyElsewhere(t *testing.T) {
 	t.Parallel()
 	cfg := testConfig(t, func(c *config.Config) { c.IdleTimeout = 2 * time.Second })
 	ns := namespace()
+	ctx := ctx2m(t)
 	a := managerFor(t, cfg, ns, session.WithSweepInterval(time.Hour))
 	mustExec(t, a, "k", "import time; x = 1")
-	managerFor(t, cfg, ns, session.WithSweepInterval(100*time.Millisecond))
-	res := mustExec(t, a, "k", "time.sleep(6); print(x)")
-	if res.StateLost || strings.TrimSpace(res.Stdout) != "1" || res.Error != nil {
+	b := managerFor(t, cfg, ns, session.WithSweepInterval(100*time.Millisecond))
+	started := make(chan struct{})
+	type answer struct {
+		res *session.Result
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		var once bool
+		res, err := a.Exec(ctx, "k", "time.sleep(8); print(x)", session.OnEvent(func(e kernel.Event) {
+			if e.Type == kernel.EventStarted && !once {
+				once = true
+				close(started)
+			}
+		}))
+		done <- answer{res, err}
+	}()
+	select {
+	case <-started:
+	case ans := <-done:
+		t.Fatalf("the execution ended before it started: %+v %v", ans.res, ans.err)
+	}
+	if _, err := b.Run(ctx, "k", session.Command{Line: "true"}); err != nil {
+		t.Fatalf("a command beside the execution: %v", err)
+	}
+	ans := <-done
+	if ans.err != nil {
+		t.Fatalf("the idle sweep never takes a session busy in another process: %v", ans.err)
+	}
+	if res := ans.res; res.StateLost || strings.TrimSpace(res.Stdout) != "1" || res.Error != nil {
 		t.Fatalf("the idle sweep never takes a session busy in another process: %q, state lost %v (%s), %+v",
 			res.Stdout, res.StateLost, res.RestartReason, res.Error)
 	}
