@@ -259,7 +259,7 @@ func TestTTLRenewAcrossManagers(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	if in.State != session.StateStopped || !strings.HasPrefix(in.StopReason, "expired") {
-		t.Fatalf("a minute past the renewed expiry %v: state %q (%s)", exp, in.State, in.StopReason)
+		t.Fatalf("the sweep removes a session at its renewed expiry: a minute past it (%v), state %q (%s)", exp, in.State, in.StopReason)
 	}
 	if _, err := a.Renew(ctx, "k", time.Minute); !errors.Is(err, session.ErrNotFound) {
 		t.Errorf("renew an expired, removed session: %v", err)
