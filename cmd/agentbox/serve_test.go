@@ -51,6 +51,7 @@ func TestServeRefusesRequestsWithoutAKey(t *testing.T) {
 	const key = "serve-test-key-0123456789"
 	t.Setenv("SERVE_ADDR", addr)
 	t.Setenv("SERVE_API_KEYS", key)
+	t.Setenv("POOL_SIZE", "0") // serve keeps a warm pool; this test needs none
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
