@@ -51,14 +51,23 @@ func (m *Manager) create(ctx context.Context, e *entry) (err error) {
 	m.applyCreation(&spec, e.cr, time.Now())
 	t0 := time.Now()
 	cctx, cspan := m.startSpan(ctx, SpanContainer, e.key)
+	// Not cancelled by the caller: an engine call abandoned mid-way may
+	// make the container after a removal by name found nothing. A caller
+	// gone meanwhile has it removed below.
+	cctx, ccancel := context.WithTimeout(context.WithoutCancel(cctx), startTimeout)
 	id, err := m.createOnDisk(cctx, e.id, spec)
+	ccancel()
 	endSpan(cspan, err)
 	if err != nil {
-		if ctx.Err() != nil {
-			// Cancelled mid-call, the engine may have made it all the
+		if errors.Is(err, context.DeadlineExceeded) {
+			// Timed out mid-call, the engine may have made it all the
 			// same: remove it by name rather than leave it behind.
 			m.removeBestEffort(spec.Name)
 		}
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		m.removeBestEffort(id)
 		return err
 	}
 	kctx, kspan := m.startSpan(ctx, SpanKernelReady, e.key, AttrContainerID.String(id))

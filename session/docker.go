@@ -213,9 +213,13 @@ func sameContainer(root, id string) bool {
 
 // WriteFile writes r into a container at path (its folder created if
 // needed), as user (the sandbox's), through a temporary name so that code
-// never sees half a file.
+// never sees half a file. The temporary file has a random name made by
+// mktemp (O_EXCL) and dd opens it with nofollow,nonblock: a FIFO or a link
+// the code planted at a fixed name held the write (and the caller's turn)
+// forever. mv -T never moves the file into a folder planted at path.
 func (d dockerDriver) WriteFile(ctx context.Context, id, user, path string, r io.Reader) error {
-	script := `mkdir -p "$(dirname "$1")" && dd of="$1.part" bs=1M status=none && mv -f "$1.part" "$1"`
+	script := `d=$(dirname "$1") && mkdir -p "$d" && t=$(mktemp "$d/.stage.XXXXXXXXXX") && ` +
+		`{ dd of="$t" oflag=nofollow,nonblock conv=notrunc bs=1M status=none && mv -fT "$t" "$1" || { rm -f "$t"; exit 1; }; }`
 	s, err := d.cli.Exec(ctx, id, user, []string{"sh", "-c", script, "sh", path})
 	if err != nil {
 		return classify(err)

@@ -56,6 +56,16 @@ for p in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_by
 else:
     # gVisor shows no cgroup files; its /proc/meminfo's total is the limit.
     print(int(open("/proc/meminfo").readline().split()[1]) >> 10)`, "1408", ""}, // 1024 for processes + files in memory apart: /session (64 here), /tmp (256), /dev/shm (64)
+		// NoSwap: memory+swap equals memory, so the sandbox cannot swap
+		// (cgroup v2 shows no swap at all, v1 the sum equal to memory).
+		{"no swap", `
+import os
+if os.path.exists("/sys/fs/cgroup/memory.swap.max"):
+    print("swap", open("/sys/fs/cgroup/memory.swap.max").read().strip())
+elif os.path.exists("/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes"):
+    print("swap", int(open("/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes").read()) - int(open("/sys/fs/cgroup/memory/memory.limit_in_bytes").read()))
+else:
+    print("not shown")`, "swap 0", "not shown"},
 		{"pids limit", `
 import os
 for p in ("/sys/fs/cgroup/pids.max", "/sys/fs/cgroup/pids/pids.max"):

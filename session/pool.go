@@ -145,15 +145,22 @@ func (p *pool) start(ctx context.Context) (*pooled, error) {
 	// No role or key label: handed to a key, it is renamed, and labels
 	// cannot follow (see LabelRole).
 	t0 := time.Now()
+	// The create is never cancelled by Close: an engine call abandoned
+	// mid-way may still make the container after a removal by name found
+	// nothing (Close left containers in the created state so). Close waits
+	// for the filler, so it waits for this call, then the check below
+	// removes what it made.
+	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), startTimeout)
 	var id string
 	var err error
 	if w.dir != "" {
-		id, err = m.createWarm(ctx, w.dir, m.spec(name, "", workspace))
+		id, err = m.createWarm(cctx, w.dir, m.spec(name, "", workspace))
 	} else {
-		id, err = m.createContainer(ctx, m.spec(name, "", workspace))
+		id, err = m.createContainer(cctx, m.spec(name, "", workspace))
 	}
+	ccancel()
 	if err != nil {
-		// Cancelled mid-call, the engine may have made it all the same:
+		// Timed out mid-call, the engine may have made it all the same:
 		// it has a name of its own, so remove it by that.
 		m.removeBestEffort(name)
 		p.removeDir(w)
@@ -163,6 +170,10 @@ func (p *pool) start(ctx context.Context) (*pooled, error) {
 	p.mu.Lock()
 	p.ids[id] = true
 	p.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		p.discard(w)
+		return nil, err
+	}
 	if w.client, err = m.dial(ctx, id); err != nil {
 		p.discard(w)
 		return nil, err

@@ -136,7 +136,10 @@ func TestSeccompEngineProfileAllowsIoUring(t *testing.T) {
 // descriptors passed over a Unix socket.
 func TestSeccompKeepsOrdinaryWork(t *testing.T) {
 	t.Parallel()
-	m := newManager(t, nil)
+	// Imports of numpy, pandas, scipy, sklearn and matplotlib, a fork, a
+	// pool and a subprocess under a CPU limit: tens of seconds on a loaded
+	// machine. The bounds are safety nets, far above that.
+	m := newManager(t, func(c *config.Config) { c.ExecTimeout = 5 * time.Minute })
 	code := `
 import os, subprocess, threading, socket, array, asyncio, multiprocessing
 import numpy as np, pandas as pd, scipy.linalg, sklearn.linear_model
@@ -173,7 +176,12 @@ fd = array.array("i", anc[0][2])[0]
 os.write(fd, b"passed"); out.append("scm_rights " + os.read(r, 6).decode())
 print("; ".join(out))
 `
-	res := mustExec(t, m, "ordinary", code)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	res, err := m.Exec(ctx, "ordinary", code)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if res.Error != nil {
 		t.Fatalf("raised: %+v\n%s", res.Error, res.Stderr)
 	}

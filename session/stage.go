@@ -2,13 +2,17 @@ package session
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/agentbox/agentbox/config"
 )
@@ -62,42 +66,74 @@ func (m *Manager) stage(ctx context.Context, e *entry, dir, name string, r io.Re
 	return target, nil
 }
 
-// stageLocal writes through an os.Root at the session folder, so that a
-// link the code planted at /session/<dir> cannot redirect the write.
+// stageLocal writes under the session folder local through descriptors
+// only: the folder dir is opened without following a link, the temporary
+// file is created under a random name with O_EXCL|O_NOFOLLOW|O_NONBLOCK (so
+// nothing the code planted, a link or a FIFO, is opened or waited on) and
+// checked to be a regular file, then renamed over name in the same folder.
 func (m *Manager) stageLocal(local, dir, name string, r io.Reader) error {
-	root, err := os.OpenRoot(local)
+	top, err := openDir(local)
 	if err != nil {
 		return fmt.Errorf("stage %s: %w", name, err)
 	}
-	defer root.Close()
-	if fi, err := root.Lstat(dir); err == nil && !fi.IsDir() {
-		return fmt.Errorf("stage %s: /session/%s is not a folder", name, dir)
+	defer top.Close()
+	d, err := openDirAt(top, dir)
+	if err != nil {
+		return fmt.Errorf("stage %s: /session/%s: %w", name, dir, err)
 	}
-	if err := root.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-		return fmt.Errorf("stage %s: %w", name, err)
-	}
+	defer d.Close()
 	uid, gid, owned := numericUser(m.cfg.User)
 	if owned {
-		_ = root.Lchown(dir, uid, gid)
+		_ = d.Chown(uid, gid)
 	}
-	tmp := path.Join(dir, "."+name+".part")
-	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	tmp := "." + name + "." + hex.EncodeToString(b[:]) + ".part"
+	f, err := openAt(d, tmp, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL, 0o644)
 	if err != nil {
 		return fmt.Errorf("stage %s: %w", name, err)
 	}
 	_, err = io.Copy(f, r)
+	if err == nil && owned {
+		err = f.Chown(uid, gid)
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil && owned {
-		_ = root.Lchown(tmp, uid, gid)
-	}
 	if err == nil {
-		err = root.Rename(tmp, path.Join(dir, name))
+		err = syscall.Renameat(int(d.Fd()), tmp, int(d.Fd()), name)
+		if err == syscall.EISDIR || err == syscall.ENOTEMPTY || err == syscall.EEXIST {
+			err = fmt.Errorf("%w (a folder)", errNotRegular)
+		}
 	}
 	if err != nil {
-		root.Remove(tmp)
+		_ = unlinkAt(d, tmp)
 		return fmt.Errorf("stage %s: %w", name, err)
 	}
 	return nil
+}
+
+// openDirAt opens (making it if missing) the folder name, one path element,
+// in dir, never through a link.
+func openDirAt(dir *os.File, name string) (*os.File, error) {
+	flags := syscall.O_RDONLY | syscall.O_DIRECTORY | syscall.O_NOFOLLOW | syscall.O_CLOEXEC
+	fd, err := syscall.Openat(int(dir.Fd()), name, flags, 0)
+	if err == syscall.ENOENT {
+		if err = syscall.Mkdirat(int(dir.Fd()), name, 0o755); err == nil || err == syscall.EEXIST {
+			fd, err = syscall.Openat(int(dir.Fd()), name, flags, 0)
+		}
+	}
+	if err != nil {
+		// O_DIRECTORY wins over O_NOFOLLOW: a link is ENOTDIR, not ELOOP.
+		// (Lstat only names what is there, for the message.)
+		if err == syscall.ELOOP || err == syscall.ENOTDIR {
+			fi, lerr := os.Lstat(filepath.Join(dir.Name(), name))
+			if err == syscall.ELOOP || lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
+				return nil, errLink
+			}
+			return nil, errors.New("not a folder")
+		}
+		return nil, err
+	}
+	return os.NewFile(uintptr(fd), filepath.Join(dir.Name(), name)), nil
 }

@@ -367,6 +367,11 @@ type fakeTest struct {
 	out   map[string]string // by the -bench regexp
 	err   map[string]error
 	calls []string
+	lacks []string // runtimes the fake engine does not have
+}
+
+func (f *fakeTest) has(_ context.Context, name string) (bool, error) {
+	return !slices.Contains(f.lacks, name), nil
 }
 
 func (f *fakeTest) run(_ context.Context, args []string, log io.Writer) ([]byte, error) {
@@ -387,7 +392,7 @@ func runOn(t *testing.T, doc string, f *fakeTest, args ...string) (int, string, 
 		t.Fatal(err)
 	}
 	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), append([]string{"-readme", path}, args...), &stdout, &stderr, f.run, host)
+	code := run(context.Background(), append([]string{"-readme", path}, args...), &stdout, &stderr, f.run, host, f.has)
 	after, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -536,5 +541,29 @@ func TestParseRealShortPass(t *testing.T) {
 		if strings.Contains(md, "NaN") || strings.Contains(md, "Inf") {
 			t.Errorf("table %s:\n%s", tb.Name, md)
 		}
+	}
+}
+
+// TestRunSkipsATableWithoutItsRuntime: on an engine without the runtime a
+// table compares (runsc), make bench and make bench-short skip that table
+// with the reason and succeed; the README keeps its old figures. With the
+// runtime, the same table is run (and a missing figure fails as before).
+func TestRunSkipsATableWithoutItsRuntime(t *testing.T) {
+	const doc = "# R\n\n<!-- bench:runtimes -->\n| old | figures |\n<!-- /bench -->\n"
+	for _, short := range []bool{true, false} {
+		args := []string{"-table", "runtimes"}
+		if short {
+			args = append(args, "-short")
+		}
+		f := &fakeTest{lacks: []string{"runsc"}}
+		code, after, stderr := runOn(t, doc, f, args...)
+		if code != 0 || after != doc || len(f.calls) != 0 || !strings.Contains(stderr, "the engine has no runsc runtime") {
+			t.Errorf("short %v, engine without runsc: exit %d (want 0), README changed %v, calls %q, stderr:\n%s", short, code, after != doc, f.calls, stderr)
+		}
+	}
+	f := &fakeTest{lacks: []string{"some-other-runtime"}}
+	code, _, stderr := runOn(t, doc, f, "-short", "-table", "runtimes")
+	if code != 1 || len(f.calls) != 1 {
+		t.Errorf("engine with runsc, benchmarks reporting nothing: exit %d (want 1), calls %q, stderr:\n%s", code, f.calls, stderr)
 	}
 }

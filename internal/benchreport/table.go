@@ -15,6 +15,9 @@ type Table struct {
 	Benchtime string   // the -benchtime
 	Header    []string // column titles, the first the "what" column
 	Rows      []Row
+	// Runtime names the OCI runtime the table compares (runsc): on an
+	// engine without it the table is skipped, with that reason.
+	Runtime string
 }
 
 // Row is one line of a table: its first cell, and the others computed from

@@ -90,7 +90,7 @@ func Tables() []Table {
 			},
 		},
 		{
-			Name: "runtimes", Packages: []string{"./kernel", "./session"},
+			Name: "runtimes", Packages: []string{"./kernel", "./session"}, Runtime: "runsc",
 			Bench: "^Benchmark(RoundTripRuntimes|ColdStartRuntimes)$", Benchtime: "1x",
 			Header: []string{"what", "runc", "runsc (gVisor)", "runsc / runc"},
 			Rows: []Row{

@@ -85,15 +85,20 @@ func Image(t testing.TB) string {
 	t.Helper()
 	cli := Engine(t)
 	imageOnce.Do(func() {
-		unlock, err := lock(filepath.Join(os.TempDir(), "agentbox-test-image.lock"))
+		// Bounded, lock included: another test binary may hold the lock
+		// for as long as its build takes on a loaded machine; this test
+		// fails saying so before go test's own timeout kills it blind.
+		ctx, cancel := Bound(t, 20*time.Minute)
+		defer cancel()
+		unlock, err := lock(ctx, filepath.Join(os.TempDir(), "agentbox-test-image.lock"))
 		if err != nil {
 			imageErr = err
 			return
 		}
 		defer unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-		defer cancel()
-		_, imageErr = imagesetup.Ensure(ctx, cli, imagesetup.Options{Image: ImageName(), Out: testLog{}})
+		if _, err := imagesetup.Ensure(ctx, cli, imagesetup.Options{Image: ImageName(), Out: testLog{}}); err != nil {
+			imageErr = fmt.Errorf("build or check it (bounded by the test's deadline): %w", err)
+		}
 	})
 	if imageErr != nil {
 		t.Fatalf("sandbox image %s: %v", ImageName(), imageErr)
@@ -151,14 +156,41 @@ type testLog struct{}
 
 func (testLog) Write(p []byte) (int, error) { return os.Stderr.Write(p) }
 
-func lock(path string) (func(), error) {
+// Bound returns a context that ends after d, or 30 s before the test's
+// deadline (go test -timeout) if that comes first: a wait that would
+// outlast the test fails it with its own message instead.
+func Bound(t testing.TB, d time.Duration) (context.Context, context.CancelFunc) {
+	if dl, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
+		if end, ok := dl.Deadline(); ok {
+			d = min(d, time.Until(end)-30*time.Second)
+		}
+	}
+	return context.WithTimeout(context.Background(), max(d, time.Second))
+}
+
+// lock takes the exclusive lock on path, waiting for it until ctx ends.
+func lock(ctx context.Context, path string) (func(), error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("image lock: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("image lock: %w", err)
+	start := time.Now()
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			break
+		}
+		if err != syscall.EWOULDBLOCK && err != syscall.EINTR {
+			f.Close()
+			return nil, fmt.Errorf("image lock: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, fmt.Errorf("image lock %s: another test process held it for %s (building the image on a loaded machine?): %w",
+				path, time.Since(start).Round(time.Second), ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 	return func() {
 		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)

@@ -101,3 +101,37 @@ func TestSessionLiveness(t *testing.T) {
 		t.Fatal("stopped session not stopped")
 	}
 }
+
+// TestResumeCountsAsUse: resuming a paused session counts as its last use,
+// so the idle sweep does not take it at once for having been paused long.
+func TestResumeCountsAsUse(t *testing.T) {
+	s := openTest(t)
+	ctx := t.Context()
+	if err := s.PutSession(ctx, store.Session{Namespace: "n", ID: "s", Key: "k", ContainerID: "c1", Created: at(0), LastUsed: at(0)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetPaused(ctx, "n", "s", at(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	resumed := time.UnixMilli(at(time.Hour).UnixMilli()).UTC()
+	if err := s.ResumeSession(ctx, "n", "s", resumed); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Session(ctx, "n", "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Paused.IsZero() {
+		t.Errorf("resumed, still paused at %v", got.Paused)
+	}
+	if !got.LastUsed.Equal(resumed) {
+		t.Errorf("resuming a paused session counts as use: last used %v, want the resume at %v", got.LastUsed, resumed)
+	}
+	// An eviction decided on the use before the pause is refused.
+	if ok, err := s.EvictSession(ctx, "n", "s", "c1", at(0), at(time.Hour+time.Second), "idle"); err != nil || ok {
+		t.Errorf("resuming a paused session counts as use: evicted on the use before the pause (%v, %v)", ok, err)
+	}
+	if err := s.ResumeSession(ctx, "n", "none", resumed); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("resume no session: %v, want ErrNotFound", err)
+	}
+}
