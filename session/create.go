@@ -245,6 +245,11 @@ func (m *Manager) createContainer(ctx context.Context, spec Spec) (string, error
 	}
 	spec.OomScoreAdj = 0
 	id, err2 := m.drv.Create(ctx, spec)
+	if errors.Is(err2, ErrNameInUse) {
+		// Another process made this name meanwhile (the failed first
+		// container was removed): the caller waits for that one.
+		return "", err2
+	}
 	if err2 != nil {
 		return "", err // the first cause, not the fallback's
 	}

@@ -19,8 +19,11 @@ import (
 type specDriver struct {
 	*sessiontest.Driver
 	refuseOOMAdj bool
-	mu           sync.Mutex
-	specs        []session.Spec
+	// onRefuse, when set, runs as a refused create returns: another
+	// process making the same container then, say.
+	onRefuse func(spec session.Spec)
+	mu       sync.Mutex
+	specs    []session.Spec
 }
 
 var errOOMAdj = fmt.Errorf("%w: OCI runtime create failed: can't get final child's PID from pipe: EOF", session.ErrContainerStart)
@@ -30,6 +33,9 @@ func (d *specDriver) Create(ctx context.Context, spec session.Spec) (string, err
 	d.specs = append(d.specs, spec)
 	d.mu.Unlock()
 	if d.refuseOOMAdj && spec.OomScoreAdj < 0 {
+		if d.onRefuse != nil {
+			d.onRefuse(spec)
+		}
 		return "", errOOMAdj
 	}
 	return d.Driver.Create(ctx, spec)
@@ -113,4 +119,21 @@ func TestOOMScoreAdjRefusedByTheEngine(t *testing.T) {
 	if !slices.Equal(adj, []int{-1000, 0, 0}) {
 		t.Fatalf("oom_score_adj asked of the engine, in order: %v, want [-1000 0 0]", adj)
 	}
+}
+
+// TestOOMScoreAdjFallbackMeetsAnotherProcess: when the engine refuses -1000
+// and another process makes the session's container before the retry
+// without it, the retry's name conflict is what the caller hears, so it
+// waits for that process's container instead of failing with the first
+// refusal (TestRacingProcessesShareOneSession failed so on this engine).
+func TestOOMScoreAdjFallbackMeetsAnotherProcess(t *testing.T) {
+	d := &specDriver{Driver: sessiontest.NewDriver(), refuseOOMAdj: true}
+	d.onRefuse = func(spec session.Spec) {
+		spec.OomScoreAdj = 0
+		if _, err := d.Driver.Create(context.Background(), spec); err != nil {
+			t.Errorf("the other process's create: %v", err)
+		}
+	}
+	m := startManager(t, d.Driver, testConfig(t, nil), session.WithDriver(d))
+	mustExec(t, m, "a", "x = 1")
 }
