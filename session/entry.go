@@ -550,15 +550,25 @@ func (m *Manager) dial(ctx context.Context, id string) (*kernel.Client, error) {
 
 // lostError says why a session's container cannot serve it any more.
 type lostError struct {
-	id     string
-	reason string
+	id      string
+	reason  string
+	expired bool // the time to live ended it: reason is its stop reason ("expired: ...")
 }
 
 func (e *lostError) Error() string {
+	if e.expired {
+		return fmt.Sprintf("%v: %s; container %s removed", ErrExpired, strings.TrimPrefix(e.reason, stopExpired+": "), shortID(e.id))
+	}
 	return fmt.Sprintf("%v: container %s %s", ErrSessionLost, shortID(e.id), e.reason)
 }
 
-func (e *lostError) Unwrap() error { return ErrSessionLost }
+// Unwrap is ErrSessionLost, and ErrExpired for an expiry.
+func (e *lostError) Unwrap() []error {
+	if e.expired {
+		return []error{ErrExpired, ErrSessionLost}
+	}
+	return []error{ErrSessionLost}
+}
 
 // inspectTimeout bounds checkAlive's look at a container: one the engine
 // cannot describe in that time is treated as alive, and the caller's own

@@ -254,6 +254,12 @@ func (m *Manager) lose(ctx context.Context, e *entry, lost *lostError) error {
 	m.mu.Lock()
 	stopped := e.gone
 	m.mu.Unlock()
+	if exp := m.expiredUnder(ctx, e.id, e.containerID); exp != nil {
+		if !stopped {
+			m.drop(e)
+		}
+		return exp // its time to live ended: that, not the container's end, is the news
+	}
 	if stopped {
 		// Stop or the idle sweep removed it on purpose, and recorded why.
 		return &lostError{id: e.containerID, reason: "was stopped"}
@@ -265,6 +271,31 @@ func (m *Manager) lose(ctx context.Context, e *entry, lost *lostError) error {
 	m.retire(e.containerID)
 	m.markStopped(ctx, e.id, e.containerID, "lost: "+lost.reason)
 	return lost
+}
+
+// expiredUnder returns the loss of session id's container as an expiry
+// when its record says the time to live ended it (in this process or
+// another: the reason is recorded before the container is removed), else
+// nil.
+func (m *Manager) expiredUnder(ctx context.Context, id, containerID string) *lostError {
+	row, err := m.store.Session(context.WithoutCancel(ctx), m.ns, id)
+	if err != nil || row.ContainerID != containerID || !strings.HasPrefix(row.StopReason, stopExpired) {
+		return nil
+	}
+	return &lostError{id: containerID, reason: row.StopReason, expired: true}
+}
+
+// whyLost is err, or the expiry of session id when err is the loss of its
+// container and the time to live ended it: what a call cut by the expiry
+// says instead of "killed".
+func (m *Manager) whyLost(ctx context.Context, id, containerID string, err error) error {
+	var lost *lostError
+	if errors.As(err, &lost) && !lost.expired {
+		if exp := m.expiredUnder(ctx, id, containerID); exp != nil {
+			return exp
+		}
+	}
+	return err
 }
 
 // replay returns the recorded result of an execution id this session already
