@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/agentbox/agentbox/config"
@@ -116,7 +115,7 @@ func (m *Manager) Exec(ctx context.Context, key, code string, opts ...ExecOption
 		if err != nil {
 			release()
 			m.metrics.dbFailed("begin_execution")
-			return nil, &Error{Op: "exec", Key: key, ContainerID: e.containerID, Err: fmt.Errorf("record that execution %s starts (it did not run): %s: %w", o.id, storageTrouble(err, m.cfg.ArtifactsDB), err)}
+			return nil, &Error{Op: "exec", Key: key, ContainerID: e.containerID, Err: fmt.Errorf("record that execution %s starts (it did not run): %w", o.id, m.storageTrouble(err, "the server's database"))}
 		}
 		res, err := m.execute(ctx, e, code, o)
 		release()
@@ -136,15 +135,6 @@ func (m *Manager) recordPending(ctx context.Context, e *entry) {
 		m.metrics.dbRetried()
 		e.unrecorded = e.unrecorded[1:]
 	}
-}
-
-// storageTrouble describes a failure to store: a full disk is named as such,
-// with the path.
-func storageTrouble(err error, path string) string {
-	if errors.Is(err, syscall.ENOSPC) || strings.Contains(err.Error(), "database or disk is full") {
-		return "disk full at " + path + ": " + err.Error()
-	}
-	return err.Error()
 }
 
 // codeSum is the hex SHA-256 of code: what tells a retry from another use of
@@ -391,7 +381,7 @@ func (m *Manager) finish(ctx context.Context, e *entry, code string, started tim
 		// Kept, and recorded on the session's next call; the intent
 		// covers a crash meanwhile.
 		e.unrecorded = append(e.unrecorded, rec)
-		res.Warnings = append(res.Warnings, "the history did not record this execution yet ("+storageTrouble(err, m.cfg.ArtifactsDB)+"); it is retried on the next call")
+		res.Warnings = append(res.Warnings, "the history did not record this execution yet ("+m.storageTrouble(err, "the server's database").Error()+"); it is retried on the next call")
 		m.metrics.dbFailed("record_execution")
 		m.log.WarnContext(ctx, "record execution", "session_key", e.key, "session_id", e.id, "exec_id", res.ID, "err", err)
 	}

@@ -178,6 +178,7 @@ const (
 	codeImageNotAllowed  = "SANDBOX::IMAGE_NOT_ALLOWED"
 	codeConflict         = "SANDBOX::STATE_CONFLICT"
 	codeUnavailable      = "SANDBOX::UNAVAILABLE"
+	codeStorageFull      = "SANDBOX::STORAGE_FULL"
 	codeInternal         = "SANDBOX::UNKNOWN_ERROR"
 )
 
@@ -227,6 +228,9 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, id string, err er
 	case errors.Is(err, session.ErrUnavailable), errors.Is(err, session.ErrClosed):
 		h.log.Error("sandbox engine unavailable", "request_id", w.Header().Get(RequestIDHeader), "sandbox_id", id, "err", err)
 		writeError(w, http.StatusServiceUnavailable, codeUnavailable, "the sandbox engine is unavailable; try again later")
+	case errors.Is(err, session.ErrStorageFull):
+		h.log.Error("server storage full", "request_id", w.Header().Get(RequestIDHeader), "sandbox_id", id, "err", err)
+		writeError(w, http.StatusInsufficientStorage, codeStorageFull, "the server's disk is full: the operator must make room; try again later")
 	case r.Context().Err() != nil:
 		// The client went away; nobody reads the answer.
 		writeError(w, 499, codeInternal, "request canceled")
