@@ -224,19 +224,31 @@ func (m *Manager) Resume(ctx context.Context, key string) (err error) {
 // ErrSessionLost); else err, the engine's own answer. The engine's error
 // text ("already paused", "No such container") is never what decides.
 func (m *Manager) raced(ctx context.Context, c Container, paused bool, err error) error {
-	now, ierr := m.drv.Inspect(context.WithoutCancel(ctx), c.ID)
-	switch {
-	case errors.Is(ierr, ErrContainerNotFound):
-		return fmt.Errorf("%w: its container %s was removed meanwhile", ErrNotFound, shortID(c.ID))
-	case ierr != nil:
-		return errors.Join(err, ierr)
-	case !now.Running:
-		return &lostError{id: c.ID, reason: deathReason(now, m.image.ID)}
-	case now.Paused == paused:
-		return nil
+	ctx = context.WithoutCancel(ctx)
+	// A container being killed (a Stop racing) refuses at once ("not
+	// running") while the engine still shows it running for a moment:
+	// look a few times before calling the refusal the engine's own.
+	for look := 0; ; look++ {
+		now, ierr := m.drv.Inspect(ctx, c.ID)
+		switch {
+		case errors.Is(ierr, ErrContainerNotFound):
+			return fmt.Errorf("%w: its container %s was removed meanwhile", ErrNotFound, shortID(c.ID))
+		case ierr != nil:
+			return errors.Join(err, ierr)
+		case !now.Running:
+			return &lostError{id: c.ID, reason: deathReason(now, m.image.ID)}
+		case now.Paused == paused:
+			return nil
+		case look == racedLooks:
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	return err
 }
+
+// racedLooks is how often raced looks again at a container that refused
+// a pause or resume and still runs (100 ms apart).
+const racedLooks = 10
 
 // lifecycleTarget returns the driver's pauser and the running (or paused)
 // container of key's session.

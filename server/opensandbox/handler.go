@@ -211,8 +211,8 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, id string, err er
 	case errors.Is(err, session.ErrNotFound), errors.Is(err, session.ErrInvalidKey), errors.Is(err, session.ErrContainerNotFound):
 		writeError(w, http.StatusNotFound, codeSandboxNotFound, "sandbox "+id+" not found")
 	case errors.Is(err, session.ErrSessionLost):
-		// Stopped or removed at the engine, by someone else, meanwhile.
-		writeError(w, http.StatusConflict, codeConflict, "sandbox "+id+" is no longer running: its container stopped outside agentbox; delete it and create another")
+		// Deleted by another call, or stopped at the engine, meanwhile.
+		writeError(w, http.StatusConflict, codeConflict, "sandbox "+id+" is no longer running (being deleted, or its container stopped outside agentbox); delete it and create another")
 	case errors.Is(err, session.ErrAboveMaximum):
 		writeError(w, http.StatusBadRequest, codeAboveMaximum, optionMessage(err))
 	case errors.Is(err, session.ErrImageNotAllowed):
