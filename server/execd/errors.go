@@ -98,7 +98,9 @@ func fromErr(err error) *apiError {
 		return errorf(http.StatusInsufficientStorage, codeNoSpace, "%v", err)
 	case errors.Is(err, session.ErrPaused):
 		return errorf(http.StatusConflict, codeSandboxPaused, "sandbox is paused: resume it first")
-	case errors.Is(err, session.ErrNotFound), errors.Is(err, session.ErrSessionLost), errors.Is(err, session.ErrExpired):
+	case errors.Is(err, session.ErrExpired):
+		return errorf(http.StatusNotFound, codeSandboxNotFound, "sandbox expired: %v", err)
+	case errors.Is(err, session.ErrNotFound), errors.Is(err, session.ErrSessionLost):
 		return errorf(http.StatusNotFound, codeSandboxNotFound, "sandbox not found: %v", err)
 	case errors.Is(err, session.ErrUnknownCommand):
 		return errorf(http.StatusNotFound, codeCommandNotFound, "%v", err)
