@@ -45,3 +45,14 @@ func TestErrorsHideHostPaths(t *testing.T) {
 		}
 	}
 }
+
+// TestExpiredSandboxSaysSo: code or a command cut by the sandbox's time
+// to live answers (or ends its stream with) "sandbox expired" and the
+// Manager's words, which say when; before, "sandbox not found".
+func TestExpiredSandboxSaysSo(t *testing.T) {
+	err := fmt.Errorf("session %q: exec: %w", "k", fmt.Errorf("%w: its time to live ended at 2026-11-26T04:00:00Z; container abc removed", session.ErrExpired))
+	e := fromErr(err)
+	if e.Status != http.StatusNotFound || !strings.HasPrefix(e.Message, "sandbox expired: ") || !strings.Contains(e.Message, "time to live ended at 2026-11-26T04:00:00Z") {
+		t.Errorf("%v: %d %q, want 404 saying the sandbox expired, and when", err, e.Status, e.Message)
+	}
+}
