@@ -97,9 +97,25 @@ type Config struct {
 	// sandbox image). SANDBOX_EXTRA_PACKAGES, comma-separated Debian
 	// package names, default none.
 	ExtraPackages []string
-	// TmpfsSizeMB is the size of /session in TMPFS mode, in MiB.
+	// TmpfsSizeMB is the size of /session in TMPFS mode, in MiB. Its files
+	// are memory, counted apart from MemoryMB (the container's limit is
+	// the sum of both, /tmp's 256 MiB and /dev/shm's 64).
 	// TMPFS_SIZE_MB, default 1024, at least 16.
 	TmpfsSizeMB int
+	// SessionDiskMB is the size of /session in BIND mode, in MiB: each
+	// session's workspace is a file system of its own (an ext4 image
+	// beside its records, allocated in full when made and loop-mounted),
+	// so the kernel refuses a write past it with ENOSPC. 0 means no
+	// limit, chosen explicitly. A host that cannot enforce it (not root,
+	// no loop devices) refuses to start BIND sessions rather than run
+	// them unlimited. SESSION_DISK_MB, default 1024, 0 or at least 16.
+	SessionDiskMB int
+	// DiskReserveMB is the free space, in MiB, kept for the database: a
+	// BIND session whose disk would leave less on the file system of
+	// SessionsRoot is refused with ErrNoSpace, and an artifact that would
+	// leave less on the blobstore's is not stored. DISK_RESERVE_MB,
+	// default 1024, 0 for none.
+	DiskReserveMB int
 
 	// Namespace keeps apart the sessions of programs sharing an engine and
 	// a database: containers are named <Namespace>_<session id> and
@@ -111,7 +127,8 @@ type Config struct {
 	// code): lowercase letters, digits and dashes, at most 32.
 	Namespace string
 
-	// MemoryMB is the memory limit of a session container, in MiB.
+	// MemoryMB is the memory limit of a session container's processes, in
+	// MiB; files in memory count apart (see TmpfsSizeMB).
 	// SANDBOX_MEMORY_MB, default 1024, at least 64.
 	MemoryMB int
 	// CPUs is the CPU limit of a session container, in CPUs (fractions
@@ -304,6 +321,27 @@ type Config struct {
 	// is. SANDBOX_TOKEN_TTL_S, in whole seconds, default 86400, from 60
 	// to 604800.
 	SandboxTokenTTL time.Duration
+
+	// Tenant quotas (see quota.go): what the sessions of one tenant (an
+	// API key of agentbox serve; a group of keys a library user names
+	// with session.WithQuotaGroup) may hold at once. 0 means no limit.
+
+	// TenantMaxSandboxes is the most sessions a tenant may have at once.
+	// TENANT_MAX_SANDBOXES, default 16.
+	TenantMaxSandboxes int
+	// TenantMaxMemoryMB is the most memory, in MiB, a tenant's sessions
+	// may have as their limits, summed. TENANT_MAX_MEMORY_MB, default
+	// 16384.
+	TenantMaxMemoryMB int
+	// TenantMaxInflight is the most executions and shell commands a
+	// tenant may have running or waiting for their session's turn at
+	// once. TENANT_MAX_INFLIGHT, default 32.
+	TenantMaxInflight int
+	// TenantMaxArtifactMB is the most artifact bytes, in MiB, the index
+	// may hold for a tenant's sessions; past it executions and commands
+	// are refused.
+	// TENANT_MAX_ARTIFACT_MB, default 10240.
+	TenantMaxArtifactMB int
 }
 
 // Values of Config.DatasetCacheScope (datasets.Scope has the same names).
@@ -364,6 +402,8 @@ func Default() Config {
 		ArtifactsDB:    "./artifacts.db",
 		SandboxImage:   "agentbox-sandbox:latest",
 		TmpfsSizeMB:    1024,
+		SessionDiskMB:  1024,
+		DiskReserveMB:  1024,
 		Namespace:      DefaultNamespace,
 
 		MemoryMB:     1024,
@@ -395,6 +435,10 @@ func Default() Config {
 		ServeAddr:              ":8080",
 		ServeMaxConnsPerClient: 256,
 		SandboxTokenTTL:        86400 * time.Second,
+		TenantMaxSandboxes:     DefaultTenantMaxSandboxes,
+		TenantMaxMemoryMB:      DefaultTenantMaxMemoryMB,
+		TenantMaxInflight:      DefaultTenantMaxInflight,
+		TenantMaxArtifactMB:    DefaultTenantMaxArtifactMB,
 	}
 }
 
@@ -643,7 +687,7 @@ var (
 // specs returns the variables in the order of example.env. It builds a fresh
 // list each call so there is no package state to guard.
 func specs() []spec {
-	return append(append(baseSpecs(), lifecycleSpecs()...), serveSpecs()...)
+	return append(append(append(baseSpecs(), lifecycleSpecs()...), serveSpecs()...), quotaSpecs()...)
 }
 
 func baseSpecs() []spec {
@@ -739,6 +783,9 @@ func baseSpecs() []spec {
 		},
 		intSpec("TMPFS_SIZE_MB", "size of /session in TMPFS mode, in MiB", 1024, 16, math.MaxInt,
 			func(c *Config) *int { return &c.TmpfsSizeMB }),
+		diskSpec(),
+		intSpec("DISK_RESERVE_MB", "free space, in MiB, kept for the database: BIND sessions and artifacts that would leave less on their file system are refused", 1024, 0, math.MaxInt32,
+			func(c *Config) *int { return &c.DiskReserveMB }),
 
 		// Which sessions a program sees.
 		{
@@ -1012,6 +1059,33 @@ func intSpec(name, help string, def, lo, hi int, field func(*Config) *int) spec 
 	ok := func(n int) bool { return n >= lo && n <= hi }
 	return spec{
 		name: name, def: strconv.Itoa(def), help: help, want: want,
+		set: func(c *Config, v string) bool {
+			n, err := strconv.Atoi(v)
+			if err != nil || !ok(n) {
+				return false
+			}
+			*field(c) = n
+			return true
+		},
+		get: func(c Config) string { return strconv.Itoa(*field(&c)) },
+		check: func(c Config) string {
+			if !ok(*field(&c)) {
+				return want
+			}
+			return ""
+		},
+	}
+}
+
+// diskSpec is SESSION_DISK_MB: 0 (no limit) or a size a file system with a
+// journal fits in.
+func diskSpec() spec {
+	const want = "0 (no limit) or an integer from 16 to 1048576"
+	ok := func(n int) bool { return n == 0 || n >= 16 && n <= 1<<20 }
+	field := func(c *Config) *int { return &c.SessionDiskMB }
+	return spec{
+		name: "SESSION_DISK_MB", def: "1024", want: want,
+		help: "size of /session in BIND mode, in MiB, enforced by the kernel (a loop-mounted file system per session); 0 for no limit",
 		set: func(c *Config, v string) bool {
 			n, err := strconv.Atoi(v)
 			if err != nil || !ok(n) {

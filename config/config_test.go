@@ -94,6 +94,8 @@ func TestDefaults(t *testing.T) {
 		{"SANDBOX_IMAGE", c.SandboxImage, "agentbox-sandbox:latest"},
 		{"SANDBOX_EXTRA_PACKAGES", c.ExtraPackages, []string(nil)},
 		{"TMPFS_SIZE_MB", c.TmpfsSizeMB, 1024},
+		{"SESSION_DISK_MB", c.SessionDiskMB, 1024},
+		{"DISK_RESERVE_MB", c.DiskReserveMB, 1024},
 		{"AGENTBOX_NAMESPACE", c.Namespace, "agentbox"},
 		{"SANDBOX_MEMORY_MB", c.MemoryMB, 1024},
 		{"SANDBOX_CPUS", c.CPUs, 1.0},
@@ -140,6 +142,10 @@ func TestDefaults(t *testing.T) {
 		{"SERVE_MAX_CONNS_PER_CLIENT", c.ServeMaxConnsPerClient, 256},
 		{"SERVE_METRICS_KEY", c.ServeMetricsKey, ""},
 		{"SANDBOX_TOKEN_TTL_S", c.SandboxTokenTTL, 86400 * time.Second},
+		{"TENANT_MAX_SANDBOXES", c.TenantMaxSandboxes, 16},
+		{"TENANT_MAX_MEMORY_MB", c.TenantMaxMemoryMB, 16384},
+		{"TENANT_MAX_INFLIGHT", c.TenantMaxInflight, 32},
+		{"TENANT_MAX_ARTIFACT_MB", c.TenantMaxArtifactMB, 10240},
 	}
 	var names []string
 	for _, tt := range tests {
@@ -387,6 +393,8 @@ func TestBadValues(t *testing.T) {
 		{"FILES_MAX_CALL_MB", "2097152", `FILES_MAX_CALL_MB="2097152": want an integer from 1 to 1048576`},
 		{"ARTIFACT_MAX_FILES", "-3", `ARTIFACT_MAX_FILES="-3": want an integer from 1 to 1048576`},
 		{"ARTIFACT_MAX_SESSION_MB", "lots", `ARTIFACT_MAX_SESSION_MB="lots": want an integer from 0 to 1073741824`},
+		{"TENANT_MAX_SANDBOXES", "-1", `TENANT_MAX_SANDBOXES="-1": want an integer ≥ 0`},
+		{"TENANT_MAX_INFLIGHT", "many", `TENANT_MAX_INFLIGHT="many": want an integer ≥ 0`},
 		{"ARTIFACT_MOVE", "maybe", `ARTIFACT_MOVE="maybe": want true or false`},
 		{"DATASETS_API_URL", "https://data.example/x", `DATASETS_API_URL="https://data.example/x": want an http or https URL containing {id}, such as https://data.example/datasets/{id}`},
 		{"DATASETS_API_URL", "ftp://h/{id}", `DATASETS_API_URL="ftp://h/{id}": want an http or https URL containing {id}, such as https://data.example/datasets/{id}`},

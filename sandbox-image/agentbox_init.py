@@ -56,6 +56,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "agentbox_kernel.py")
 MAX_OUTPUT = int(os.environ.get("AGENTBOX_MAX_OUTPUT", str(1 << 20)))
 GRACE = float(os.environ.get("AGENTBOX_INTERRUPT_GRACE", "5"))
+# How long the worker may take to describe its namespace (an inspect
+# request) before it is interrupted, then killed GRACE later: its answer
+# runs reprs of user objects, and a request that code stole from the
+# worker's pipe is never answered at all. The host gives up after 10 s.
+INSPECT_TIMEOUT = float(os.environ.get("AGENTBOX_INSPECT_TIMEOUT", "5"))
 KEEP_RESULTS = int(os.environ.get("AGENTBOX_KEEP_RESULTS", "32"))
 KEEP_BYTES = 64 << 20
 # How long the frames of a starting execution may wait to leave with its
@@ -204,12 +209,21 @@ def describe_exit(status, oom_before, oom_after):
 # killer stays behind it, reported as before.
 
 MIB = 1 << 20
-# The container's memory limit in bytes (session/create.go passes it); 0 or
+# The processes' memory limit in bytes (session/create.go passes it); 0 or
 # unset turns the watchdog off.
 try:
     MEMORY_LIMIT = max(0, int(os.environ.get("AGENTBOX_MEMORY_LIMIT") or 0))
 except ValueError:
     MEMORY_LIMIT = 0
+# What files in memory (tmpfs: /session in TMPFS mode, /tmp, /dev/shm) may
+# take besides, in bytes: the container's own limit is the sum of the two.
+# Files are stopped by their file systems' sizes (ENOSPC), so up to this
+# much shared memory is not the processes' and does not count against them:
+# a full /session must neither starve the kernel nor have it killed.
+try:
+    FILES_MEMORY = max(0, int(os.environ.get("AGENTBOX_FILES_MEMORY") or 0))
+except ValueError:
+    FILES_MEMORY = 0
 # How often the init looks: while code runs (or memory grew since the last
 # look), and otherwise. One look costs a pread and a few finds: about 20 us
 # under gVisor when memory is steady, 0.1-3 ms while it grows by a GB/s.
@@ -263,36 +277,41 @@ def memory_reserve(limit, kind):
 
 
 class MemoryGauge:
-    """The memory of the whole container that nothing can reclaim (no swap):
-    anonymous memory and tmpfs, from the cgroup where the runtime shows it
+    """The memory of the container's processes that nothing can reclaim (no
+    swap): anonymous memory, from the cgroup where the runtime shows it
     (runc); else, under gVisor, its own count of everything it holds
-    (MemTotal - MemFree in /proc/meminfo, whose MemTotal is the limit there;
-    page cache included, since on the host it is the Sentry's memory too).
-    The file stays open: a pread at 0 reads it afresh."""
+    (MemTotal - MemFree in /proc/meminfo, whose MemTotal is the container's
+    limit there; page cache included, since on the host it is the Sentry's
+    memory too). Shared memory (tmpfs files) up to `files` is left out of it
+    (see FILES_MEMORY) and kept in self.shmem. The file stays open: a pread
+    at 0 reads it afresh."""
 
     SOURCES = (
         ("/sys/fs/cgroup/memory.stat", "cgroup v2", (b"\nanon ", b"\nshmem ")),
         ("/sys/fs/cgroup/memory/memory.stat", "cgroup v1", (b"\ntotal_rss ", b"\ntotal_shmem ")),
-        ("/proc/meminfo", "meminfo", (b"\nMemTotal:", b"\nMemFree:")),
+        ("/proc/meminfo", "meminfo", (b"\nMemTotal:", b"\nMemFree:", b"\nShmem:")),
     )
 
-    def __init__(self, fd, kind, keys):
+    def __init__(self, fd, kind, keys, files=0):
         self.fd = fd
         self.kind = kind
         self.keys = keys
+        self.files = files
+        self.shmem = 0  # bytes of shared memory (tmpfs files) at the last read
 
     @classmethod
-    def open(cls, limit):
+    def open(cls, limit, files=0):
         for path, kind, keys in cls.SOURCES:
             try:
                 fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
             except OSError:
                 continue
-            g = cls(fd, kind, keys)
+            g = cls(fd, kind, keys, files)
             total = g.field(0) if kind == "meminfo" else None
             # /proc/meminfo counts the container only where its total is the
-            # limit (gVisor); elsewhere it is the host's.
-            if g.read() is not None and (total is None or total * 1024 <= limit + limit // 16):
+            # container's limit (gVisor); elsewhere it is the host's.
+            whole = limit + files
+            if g.read() is not None and (total is None or total * 1024 <= whole + whole // 16):
                 return g
             os.close(fd)
         return None
@@ -308,14 +327,41 @@ class MemoryGauge:
         return int(data[at:data.find(b"\n", at)].split()[0])
 
     def read(self):
-        """Returns the bytes in use, or None."""
+        """Returns the bytes the processes use, or None."""
         try:
             data = b"\n" + os.pread(self.fd, 8192, 0)
             if self.kind == "meminfo":
-                return (self.field(0, data) - self.field(1, data)) * 1024
-            return self.field(0, data) + self.field(1, data)
+                used = (self.field(0, data) - self.field(1, data)) * 1024
+                try:
+                    self.shmem = self.field(2, data) * 1024
+                except ValueError:
+                    self.shmem = 0  # not said: files count as the processes'
+                return used - min(self.shmem, self.files)
+            anon = self.field(0, data)
+            self.shmem = self.field(1, data)
+            # Shared memory past what files may take is the processes'
+            # (MAP_SHARED anonymous memory, say).
+            return anon + max(0, self.shmem - self.files)
         except (OSError, ValueError, IndexError):
             return None
+
+
+def tmpfs_used(path):
+    """Returns the bytes that files take in the tmpfs mounted at path, or
+    None when path is not a tmpfs mount point (a BIND /session)."""
+    try:
+        with open("/proc/self/mountinfo", "rb") as f:
+            for line in f:
+                fields = line.split()
+                if len(fields) > 4 and fields[4] == path.encode():
+                    sep = fields.index(b"-")
+                    if fields[sep + 1] != b"tmpfs":
+                        return None
+                    st = os.statvfs(path)
+                    return (st.f_blocks - st.f_bfree) * st.f_frsize
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 
 
 def started_processes():
@@ -362,7 +408,7 @@ class MemoryWatch:
 
     def __init__(self, limit):
         self.limit = limit
-        self.gauge = MemoryGauge.open(limit) if limit else None
+        self.gauge = MemoryGauge.open(limit, FILES_MEMORY) if limit else None
         self.ceiling = self.hard = limit
         if self.gauge is not None:
             reserve, overhead = memory_reserve(limit, self.gauge.kind)
@@ -387,7 +433,7 @@ class MemoryWatch:
     def describe(self):
         if self.gauge is None:
             return "memory watchdog off (%s)" % ("no memory limit given" if not self.limit else "no memory gauge in this runtime")
-        return "memory watchdog: limit %d MiB, ceiling %d MiB, gauge %s" % (self.limit >> 20, self.ceiling >> 20, self.gauge.kind)
+        return "memory watchdog: limit %d MiB, ceiling %d MiB, files in memory %d MiB apart, gauge %s" % (self.limit >> 20, self.ceiling >> 20, FILES_MEMORY >> 20, self.gauge.kind)
 
     def threshold(self):
         """The level that ends a process: the ceiling, or a little above the
@@ -420,7 +466,17 @@ class MemoryWatch:
         return False
 
     def why(self, used):
-        return "the sandbox's memory limit of %d MiB was nearly reached: %d MiB in use" % (self.limit >> 20, used >> 20)
+        text = "the sandbox's memory limit of %d MiB was nearly reached: %d MiB in use by its processes" % (self.limit >> 20, used >> 20)
+        # Files in memory are counted apart; saying how much they take (and
+        # how much of it is /session, which the code can clean up) tells
+        # the code what else holds the memory.
+        shmem = self.gauge.shmem if self.gauge is not None else 0
+        session = tmpfs_used(SESSION_DIR)
+        if shmem >> 20 or session:
+            text += "; files in memory take %d MiB apart from that" % (shmem >> 20)
+            if session is not None:
+                text += ", %d MiB of files under %s" % (session >> 20, SESSION_DIR)
+        return text
 
 
 # -- output capture -----------------------------------------------------------
@@ -729,6 +785,29 @@ class Worker:
         self.oom = oom
         self.python = None
         self.memory_kill = None  # why the watchdog killed it
+        self.killed_for = None  # why the init killed it otherwise (a forged frame, a deadline)
+        # The nonce of the request it answers now, and of the one before
+        # (a background thread's late display() carries that one).
+        self.nonce = None
+        self.last_nonce = None
+
+
+def _strings(d):
+    return isinstance(d, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in d.items())
+
+
+def well_formed(msg):
+    """Whether a display or done frame has the shape the kernel gives it
+    (see agentbox_kernel.py), so that the init can record it and the host
+    decode it."""
+    kind = msg.get("type")
+    if kind == "display":
+        return isinstance(msg.get("kind", ""), str) and _strings(msg.get("data", {}))
+    if kind == "done":
+        e = msg.get("error")
+        return e is None or (isinstance(e, dict) and isinstance(e.get("name"), str) and isinstance(e.get("value"), str)
+                             and isinstance(e.get("traceback"), list) and all(isinstance(x, str) for x in e["traceback"]))
+    return True
 
 
 class Init:
@@ -743,6 +822,8 @@ class Init:
         self.done_bytes = 0  # their recorded output
         self.queue = collections.deque()  # Execution or ("inspect", client, req)
         self.current = None  # Execution or inspect tuple in the worker
+        self.inspect_deadline = None  # of the inspect tuple in the worker
+        self.inspect_kill_at = None
         self.worker = None
         self.restarts = 0
         self.count = 0
@@ -822,6 +903,17 @@ class Init:
                 for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
                     signal.signal(sig, signal.SIG_DFL)
                 signal.set_wakeup_fd(-1)
+                # The init asks the kernel's OOM killer to spare it
+                # (oom_score_adj -1000, session/create.go, where the engine
+                # can grant it): the worker and what it runs are its victims
+                # instead, first of all. Raising one's score needs no
+                # privilege; code may lower its own back, at most to the
+                # init's.
+                try:
+                    with open("/proc/self/oom_score_adj", "w") as f:
+                        f.write("1000")
+                except OSError:
+                    pass
                 try:
                     self.become_sandbox_user()
                 except Exception as e:
@@ -927,40 +1019,77 @@ class Init:
             try:
                 msg = decode(line)
             except ValueError:
-                log("bad frame from the worker: %r" % line[:200])
+                msg = None
+            if not isinstance(msg, dict):
+                # The kernel writes JSON objects only: this was written by
+                # code (and was a crash of PID 1 when it was a list).
+                self.kill_worker(w, "was killed because a frame that is no JSON object (%r) reached its reply pipe, forged by the code" % line[:80])
                 continue
             self.on_worker(msg)
 
     def on_worker(self, msg):
         kind = msg.get("type")
-        if kind == "ready":
-            self.worker.ready = True
+        w = self.worker
+        if kind == "ready" and not w.ready and w.nonce is None:
+            w.ready = True
             if self.memory.gauge is not None:
                 self.memory.last = self.memory.gauge.read() or 0
                 self.memory.mark()
             self.worker.python = msg.get("python")
             self.dispatch()
             return
+        if w.killed_for is not None:
+            return  # on its way out: nothing it still says counts
+        n = msg.get("n")
+        if n is None or n != w.nonce:
+            if n is not None and n == w.last_nonce and kind == "display":
+                return  # a background thread's display() after its cell: dropped, as ever
+            # User code wrote into the worker's reply pipe (or a process it
+            # forked did): nothing it says there may pass for the kernel's
+            # answer, and the kernel that shares its pipes is not to be
+            # trusted with the next request either.
+            self.kill_worker(w, "was killed because a frame forged by the code (%r, not the kernel's answer) reached its reply pipe" % (kind,))
+            return
         cur = self.current
         if kind == "state" and isinstance(cur, tuple):
             _, client, req = cur
             msg["req"] = req
+            msg.pop("n", None)
             client.send(msg)
             self.current = None
+            w.last_nonce, w.nonce = w.nonce, None
+            self.inspect_deadline = self.inspect_kill_at = None
             self.dispatch()
             return
         if not isinstance(cur, Execution):
+            return
+        if not well_formed(msg):
+            # Only code (that found the nonce) writes these: PID 1 must not
+            # choke on them, nor pass them on to the host.
+            self.kill_worker(w, "was killed because a malformed %r frame, forged by the code, reached its reply pipe" % (kind,))
             return
         if kind == "display":
             self.drain_output()  # output written before display() comes first
             cur.publish({"type": "display", "id": cur.id, "kind": msg.get("kind", "display_data"), "data": msg.get("data", {})})
         elif kind == "done":
+            w.last_nonce, w.nonce = w.nonce, None
             self.drain_output()
             self.memory.mark()
             self.finish(cur, msg.get("error"))
             self.current = None
             self.trim_results()
             self.dispatch()
+
+    def kill_worker(self, w, why):
+        """Kills the worker for a reason of the init's (its death is then
+        reported as any other, with why, and state lost)."""
+        if w.killed_for is None:
+            w.killed_for = why
+            log("kernel %s" % why)
+        try:
+            os.killpg(w.pid, signal.SIGKILL)
+        except OSError:
+            pass
 
     def finish(self, ex, error, died=None):
         cut = {}
@@ -1043,13 +1172,16 @@ class Init:
         how, oom = describe_exit(status, w.oom, oom_kills())
         if w.memory_kill is not None:
             how, oom = w.memory_kill, True
+        elif w.killed_for is not None:
+            how = w.killed_for
         cur = self.current
         self.current = None
+        self.inspect_deadline = self.inspect_kill_at = None
         if self.stopping:
             return
         log("kernel %s; restarting it" % how)
         if isinstance(cur, Execution):
-            if cur.killed:
+            if cur.killed and w.killed_for is None:
                 why = "timed out" if cur.timed_out else "was interrupted"
                 reason = "the code %s and did not stop within %gs of SIGINT, so the kernel was killed and restarted" % (why, GRACE)
                 error = {"name": "KernelKilled", "value": reason + "; all variables and imports are lost", "traceback": []}
@@ -1187,9 +1319,12 @@ class Init:
         if self.current is not None or w is None or not w.ready or w.ctrl is None or not self.queue:
             return
         item = self.queue.popleft()
+        # A fresh nonce per request: the replies must echo it (on_worker).
+        w.nonce = os.urandom(8).hex()
         if isinstance(item, tuple):
             self.current = item
-            self.send_worker({"type": "inspect", "req": item[2]})
+            self.inspect_deadline = time.monotonic() + INSPECT_TIMEOUT
+            self.send_worker({"type": "inspect", "req": item[2], "n": w.nonce})
             return
         ex = item
         self.count += 1
@@ -1202,7 +1337,7 @@ class Init:
         self.memory.mark()
         self.memory.next = min(self.memory.next, ex.started + MEMORY_POLL_BUSY)
         # The worker first: the frames below wait for the end of the turn.
-        self.send_worker({"type": "execute", "id": ex.id, "code": ex.code, "count": ex.count})
+        self.send_worker({"type": "execute", "id": ex.id, "code": ex.code, "count": ex.count, "n": w.nonce})
         for name in ("stdout", "stderr"):
             if self.orphan[name]:
                 # Output written between executions (a background thread) is
@@ -1271,6 +1406,16 @@ class Init:
                     os.killpg(self.worker.pid, signal.SIGKILL)
                 except OSError:
                     pass
+        elif isinstance(cur, tuple) and self.worker is not None and self.inspect_deadline is not None:
+            if self.inspect_kill_at is None and now >= self.inspect_deadline:
+                try:
+                    os.kill(self.worker.pid, signal.SIGINT)
+                except OSError:
+                    pass
+                self.inspect_kill_at = now + GRACE
+            elif self.inspect_kill_at is not None and now >= self.inspect_kill_at:
+                self.inspect_deadline = self.inspect_kill_at = None
+                self.kill_worker(self.worker, "was killed because it did not answer a state inspection within %gs and %gs of SIGINT (code took its request, or a __repr__ never returned)" % (INSPECT_TIMEOUT, GRACE))
         if self.memory.gauge is not None and now >= self.memory.next:
             self.watch_memory(now)
         if self.respawn_at is not None and now >= self.respawn_at and self.worker is None and self.memory.victim is None:
@@ -1369,6 +1514,8 @@ class Init:
                 times.append(cur.deadline)
             if cur.kill_at is not None and not cur.killed:
                 times.append(cur.kill_at)
+        elif isinstance(cur, tuple) and self.inspect_deadline is not None:
+            times.append(self.inspect_deadline if self.inspect_kill_at is None else self.inspect_kill_at)
         if self.respawn_at is not None and self.memory.victim is None:
             times.append(self.respawn_at)
         if self.memory.gauge is not None:

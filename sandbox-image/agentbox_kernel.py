@@ -9,18 +9,26 @@ without this process doing anything. The worker only runs code, one request at
 a time, and reports rich results, errors and its namespace.
 
 Requests (init -> worker):
-  {"type": "execute", "id": ..., "code": ..., "count": N}
-  {"type": "inspect", "req": ...}
+  {"type": "execute", "id": ..., "code": ..., "count": N, "n": nonce}
+  {"type": "inspect", "req": ..., "n": nonce}
 Replies (worker -> init):
   {"type": "ready", "pid": N, "python": "3.x.y"}
-  {"type": "display", "id": ..., "data": {mime: text}, "kind": "display_data" | "execute_result"}
-  {"type": "done", "id": ..., "error": null | {"name", "value", "traceback"}}
-  {"type": "state", "req": ..., "variables": [...], "modules": [...]}
+  {"type": "display", "id": ..., "data": {mime: text}, "kind": "display_data" | "execute_result", "n": nonce}
+  {"type": "done", "id": ..., "error": null | {"name", "value", "traceback"}, "n": nonce}
+  {"type": "state", "req": ..., "variables": [...], "modules": [...], "n": nonce}
+
+Every reply echoes the nonce of the request it answers. User code runs in
+this process and can write to the pipes too; the init takes a frame without
+the current (or the last) request's nonce for what it is, a forgery, and
+restarts this worker saying state was lost. Code that digs the nonce out of
+this process's memory can still forge, but only its own execution's result,
+which it could print anyway; the init's deadlines hold whatever it does.
 
 Standard library only: with agentbox_frames.py beside it, it runs in any image
 that has python3.
 """
 
+import _thread
 import ast
 import base64
 import io
@@ -47,6 +55,35 @@ REPR_LIMIT = 200
 MAX_LINECACHE_CELLS = 200
 
 _running_user_code = False
+# The kernel's control channel, for the fork handler below.
+_channel = None
+
+
+def _after_fork_in_child():
+    """In a child that code forked from the kernel: the control pipes are
+    replaced by /dev/null, so the child can neither take the next request
+    nor answer for the kernel; if it returns into the kernel's loop it exits
+    there (see _leave_if_forked)."""
+    if _channel is None:
+        return
+    _channel.forked = True
+    try:
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (_channel.rfd, _channel.wfd):
+            os.dup2(null, fd, inheritable=False)
+        os.close(null)
+    except OSError:
+        pass
+
+
+def _leave_if_forked():
+    """Called where a forked child would return into the kernel's loop
+    (os.fork() in a cell, both processes carry on): the child flushes what
+    the code wrote and exits, as at the end of its cell, rather than become
+    a second kernel that takes every other request."""
+    if _channel is not None and _channel.forked:
+        _flush_all()
+        os._exit(0)
 
 
 def _on_sigint(signum, frame):
@@ -64,12 +101,24 @@ class Channel:
         os.set_inheritable(fd, False)
         os.set_inheritable(fd + 1, False)
         self.reader = os.fdopen(fd, "rb")
+        self.rfd = fd
         self.wfd = fd + 1
         self.pending = b""  # frames held back by send(..., hold=True)
+        # The nonce of the request being answered (kept after it, so that a
+        # late display() of a background thread is told from a forgery).
+        self.nonce = None
+        self.forked = False  # this process is a child of the kernel
+        # One frame at a time on the pipe: display() from several threads
+        # would interleave frames larger than PIPE_BUF, which the init takes
+        # for forgeries (and kills the kernel for).
+        self.lock = _thread.allocate_lock()
 
     def send(self, msg, hold=False):
         """Writes a frame. hold=True keeps it to go out with the next one: the
         init wakes up once for both, not twice."""
+        if self.forked:
+            return
+        msg["n"] = self.nonce
         data = self.pending + encode(msg)
         self.pending = b""
         if hold:
@@ -88,17 +137,20 @@ class Channel:
             signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
     def _write(self, data):
-        n = os.write(self.wfd, data)
-        if n < len(data):  # a frame larger than the pipe holds
-            view = memoryview(data)[n:]
-            while view:
-                view = view[os.write(self.wfd, view):]
+        with self.lock:
+            n = os.write(self.wfd, data)
+            if n < len(data):  # a frame larger than the pipe holds
+                view = memoryview(data)[n:]
+                while view:
+                    view = view[os.write(self.wfd, view):]
 
     def recv(self):
         line = self.reader.readline()
         if not line:
             return None
-        return decode(line)
+        msg = decode(line)
+        self.nonce = msg.get("n")
+        return msg
 
 
 def _flush_all():
@@ -241,6 +293,7 @@ class Kernel:
         except BaseException as e:
             _running_user_code = False
             error = self._error(e)
+        _leave_if_forked()
         # The code may have replaced the handler; ours makes a late SIGINT
         # harmless while the worker reports (see Channel.send).
         _set_handler(signal.SIGINT, _on_sigint)
@@ -276,11 +329,29 @@ class Kernel:
     # -- introspection --------------------------------------------------
 
     def inspect(self, msg):
+        global _running_user_code
         variables = []
         modules = []
         short = reprlib.Repr()
         short.maxstring = REPR_LIMIT
         short.maxother = REPR_LIMIT
+        # Reprs are user code (a __repr__ may loop): the init's deadline
+        # interrupts them with SIGINT, and what was listed by then is the
+        # answer.
+        _running_user_code = True
+        try:
+            self._list(short, variables, modules)
+        except BaseException:
+            pass
+        finally:
+            _running_user_code = False
+        _set_handler(signal.SIGINT, _on_sigint)
+        _leave_if_forked()
+        variables.sort(key=lambda v: v["name"])
+        modules.sort(key=lambda m: m["name"])
+        self.ch.send({"type": "state", "req": msg.get("req"), "variables": variables, "modules": modules})
+
+    def _list(self, short, variables, modules):
         for name, value in list(self.ns.items()):
             if name.startswith("_") or name in self.baseline:
                 continue
@@ -306,9 +377,6 @@ class Kernel:
                 except Exception:
                     pass
             variables.append(entry)
-        variables.sort(key=lambda v: v["name"])
-        modules.sort(key=lambda m: m["name"])
-        self.ch.send({"type": "state", "req": msg.get("req"), "variables": variables, "modules": modules})
 
 
 def _user_frames(tb):
@@ -339,12 +407,14 @@ def _size(value):
 
 
 def main():
-    global _libc
+    global _libc, _channel
     signal.signal(signal.SIGINT, _on_sigint)
     # User code imports from the session folder, as a notebook imports from its cwd.
     sys.path[0] = ""
     sys.argv = [""]
     ch = Channel(int(os.environ.pop("AGENTBOX_CONTROL_FD", "3")))
+    _channel = ch
+    os.register_at_fork(after_in_child=_after_fork_in_child)
     _libc = _load_libc()
     # The folders code is told to use exist from the start (a TMPFS
     # /session is empty; a BIND one is made by the host), and again after

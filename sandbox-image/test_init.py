@@ -263,6 +263,60 @@ class WatchdogTest(unittest.TestCase):
         self.assertTrue(self.init.memory.settle(245 << 20, 10.1))
 
 
+class WorkerFramesTest(unittest.TestCase):
+    """What the init makes of frames on the worker's reply pipe, which user
+    code can write to: only the kernel's answers, carrying the nonce of the
+    request at hand, count; anything else kills the worker (never PID 1)."""
+
+    def setUp(self):
+        import signal
+        import agentbox_init as ai
+        self.ai, self.signal = ai, signal
+        self.sent = []
+        self.addCleanup(setattr, ai.os, "killpg", ai.os.killpg)
+        ai.os.killpg = lambda pid, sig: self.sent.append((pid, sig))
+        init = ai.Init.__new__(ai.Init)
+        init.memory = ai.MemoryWatch(0)
+        init.worker = ai.Worker.__new__(ai.Worker)
+        w = init.worker
+        w.pid, w.ready, w.killed_for, w.nonce, w.last_nonce = 100, True, None, "n1", "n0"
+        ex = ai.Execution("e1", "pass", None, None)
+        ex.started, ex.captures = 0.0, {}
+        init.current = ex
+        init.drain_output = lambda: None
+        self.init, self.ex = init, ex
+
+    def killed(self):
+        return (100, self.signal.SIGKILL) in self.sent
+
+    def test_frames_without_the_nonce_kill_the_worker(self):
+        for frame in ({"type": "done", "error": None}, {"type": "done", "error": None, "n": "guess"},
+                      {"type": "ready", "pid": 1}, {"type": "done", "error": None, "n": "n0"}):
+            self.setUp()
+            self.init.on_worker(frame)
+            self.assertTrue(self.killed(), frame)
+            self.assertIsNone(self.ex.result, frame)
+            self.assertIn("forged", self.init.worker.killed_for)
+
+    def test_late_display_of_the_last_request_is_dropped(self):
+        self.init.on_worker({"type": "display", "kind": "display_data", "data": {"text/plain": "late"}, "n": "n0"})
+        self.assertFalse(self.killed())
+        self.assertEqual(self.ex.events, [])
+
+    def test_malformed_frames_kill_the_worker(self):
+        for frame in ({"type": "display", "data": [1], "n": "n1"}, {"type": "display", "data": {"a": 1}, "n": "n1"},
+                      {"type": "done", "error": "boom", "n": "n1"}, {"type": "done", "error": {"name": 1}, "n": "n1"}):
+            self.setUp()
+            self.init.on_worker(frame)
+            self.assertTrue(self.killed(), frame)
+            self.assertIsNone(self.ex.result, frame)
+
+    def test_the_kernels_answer_counts(self):
+        self.init.on_worker({"type": "display", "kind": "display_data", "data": {"text/plain": "1"}, "n": "n1"})
+        self.assertFalse(self.killed())
+        self.assertEqual(self.ex.events[-1]["data"], {"text/plain": "1"})
+
+
 class ListFilesTest(unittest.TestCase):
     def setUp(self):
         import tempfile

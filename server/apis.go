@@ -13,6 +13,14 @@ import (
 	"github.com/agentbox/agentbox/session"
 )
 
+// SessionOptions are the Manager options agentbox serve needs: the tenant
+// quotas (TENANT_MAX_*) counted per API key, over every API, whichever
+// creates a session. The program and the tests start the Manager with
+// them.
+func SessionOptions() []session.Option {
+	return []session.Option{session.WithQuotaGroup(tenant.Group)}
+}
+
 // APIs returns every API of agentbox serve over m, as Run mounts them: the
 // OpenSandbox-compatible lifecycle API and the execd its endpoints point
 // to (sharing tokens), MCP, and the native API. downloads (may be nil) is

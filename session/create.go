@@ -51,7 +51,7 @@ func (m *Manager) create(ctx context.Context, e *entry) (err error) {
 	m.applyCreation(&spec, e.cr, time.Now())
 	t0 := time.Now()
 	cctx, cspan := m.startSpan(ctx, SpanContainer, e.key)
-	id, err := m.drv.Create(cctx, spec)
+	id, err := m.createOnDisk(cctx, e.id, spec)
 	endSpan(cspan, err)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -115,7 +115,11 @@ func (m *Manager) adopt(ctx context.Context, e *entry, p *pooled) error {
 		return err
 	}
 	if m.cfg.SessionStorage == config.StorageBind {
-		if err := m.claimDir(p.dir, e.id); err != nil {
+		claim := m.claimDir
+		if m.diskLimited() {
+			claim = m.claimDisk
+		}
+		if err := claim(p.dir, e.id); err != nil {
 			m.removeBestEffort(p.id)
 			p.client.Close()
 			return err
@@ -214,6 +218,33 @@ func (m *Manager) retire(id string) {
 	}
 }
 
+// createContainer creates and starts a container from spec. The init asks
+// for oom_score_adj -1000, which an engine without CAP_SYS_RESOURCE (rootless,
+// or itself in a container) cannot grant: the runtime fails to start the
+// container at all (ErrContainerStart). Then, if a container without it
+// starts, containers are made without it for the Manager's lifetime, with a
+// warning: the kernel worker raises its own score
+// to 1000 all the same, so the OOM killer takes it and what it runs before
+// the init, unless code lowers its own score back to the init's.
+func (m *Manager) createContainer(ctx context.Context, spec Spec) (string, error) {
+	if m.oomAdjRefused.Load() {
+		spec.OomScoreAdj = 0
+	}
+	id, err := m.drv.Create(ctx, spec)
+	if err == nil || spec.OomScoreAdj >= 0 || ctx.Err() != nil || !errors.Is(err, ErrContainerStart) {
+		return id, err
+	}
+	spec.OomScoreAdj = 0
+	id, err2 := m.drv.Create(ctx, spec)
+	if err2 != nil {
+		return "", err // the first cause, not the fallback's
+	}
+	if !m.oomAdjRefused.Swap(true) {
+		m.log.Warn("the engine cannot give the init oom_score_adj -1000; sandboxes start without it (the kernel worker's 1000 still makes it the OOM killer's choice)", "err", err)
+	}
+	return id, nil
+}
+
 // numericUser parses "uid" or "uid:gid".
 func numericUser(u string) (uid, gid int, ok bool) {
 	us, gs, hasGID := strings.Cut(u, ":")
@@ -251,11 +282,17 @@ func (m *Manager) spec(name, role, dir string) Spec {
 			sandboximage.UserEnv + "=" + cfg.User,
 			"AGENTBOX_MAX_OUTPUT=" + strconv.Itoa(cfg.MaxOutputBytes),
 			"AGENTBOX_INTERRUPT_GRACE=" + strconv.FormatFloat(cfg.InterruptGrace.Seconds(), 'f', -1, 64),
-			"AGENTBOX_MEMORY_LIMIT=" + strconv.FormatInt(int64(cfg.MemoryMB)<<20, 10), // the init's memory watchdog keeps the worker under it (gVisor has no OOM killer of its own)
+			// The init's memory watchdog keeps the processes under it (gVisor
+			// has no OOM killer of its own); files in memory are counted
+			// apart, up to AGENTBOX_FILES_MEMORY (see containerMemory).
+			"AGENTBOX_MEMORY_LIMIT=" + strconv.FormatInt(int64(cfg.MemoryMB)<<20, 10),
+			"AGENTBOX_FILES_MEMORY=" + strconv.FormatInt(m.filesMemory(), 10),
 		},
 		ReadOnlyRoot:    cfg.ReadOnlyRoot,
-		Tmpfs:           map[string]string{"/tmp": "rw,nosuid,nodev,size=256m,mode=1777"},
-		MemoryBytes:     int64(cfg.MemoryMB) << 20,
+		Tmpfs:           map[string]string{"/tmp": fmt.Sprintf("rw,nosuid,nodev,size=%dm,mode=1777", tmpSizeMB)},
+		MemoryBytes:     m.containerMemory(cfg.MemoryMB),
+		ShmBytes:        shmSizeMB << 20,
+		OomScoreAdj:     -1000, // the init holds the session; the worker raises its own back
 		NoSwap:          true,
 		NanoCPUs:        int64(cfg.CPUs * 1e9),
 		PidsLimit:       int64(cfg.PidsLimit),
@@ -279,6 +316,37 @@ func (m *Manager) spec(name, role, dir string) Spec {
 		s.Mounts = append(s.Mounts, Mount{Source: cfg.DatasetsHostRO, Target: "/data", ReadOnly: true})
 	}
 	return s
+}
+
+// Sizes of the container's other file systems in memory.
+const (
+	tmpSizeMB = 256 // /tmp
+	shmSizeMB = 64  // /dev/shm, the engine's default made explicit
+)
+
+// filesMemory is what files in memory may take in a session container, in
+// bytes: /tmp, /dev/shm, and /session in TMPFS mode, each at its full size.
+func (m *Manager) filesMemory() int64 {
+	mb := int64(tmpSizeMB + shmSizeMB)
+	if m.cfg.SessionStorage != config.StorageBind {
+		mb += int64(m.cfg.TmpfsSizeMB)
+	}
+	return mb << 20
+}
+
+// containerMemory is the container's memory limit for processes that may use
+// memoryMB: that plus every file system in memory at its full size. Pages of
+// tmpfs files count against a container's memory limit, and they cannot be
+// reclaimed or swapped: under one limit shared by both, a full /session left
+// the processes no memory (every execution died as OutOfMemory) or made the
+// kernel's OOM killer end the container with /session in it. Counted apart,
+// the files stop at their size (ENOSPC) and the processes keep SANDBOX_MEMORY_MB,
+// which the init's watchdog holds them to; the engine's limit stays the
+// backstop of the sum. The alternative, refusing a TMPFS_SIZE_MB that leaves
+// no headroom under SANDBOX_MEMORY_MB, would refuse the default (1024 MiB each)
+// and still let files starve the processes of what headroom is left.
+func (m *Manager) containerMemory(memoryMB int) int64 {
+	return int64(memoryMB)<<20 + m.filesMemory()
 }
 
 // limits are the session's limits as session_metadata.json shows them.

@@ -45,6 +45,8 @@ func classify(err error) error {
 		return fmt.Errorf("%w: %w", ErrContainerNotFound, err)
 	case errors.Is(err, docker.ErrConflict):
 		return fmt.Errorf("%w: %w", ErrNameInUse, err)
+	case errors.Is(err, docker.ErrStart):
+		return fmt.Errorf("%w: %w", ErrContainerStart, err)
 	}
 	return err
 }
@@ -73,6 +75,8 @@ func (d dockerDriver) Create(ctx context.Context, s Spec) (string, error) {
 		Tmpfs:           s.Tmpfs,
 		MemoryBytes:     s.MemoryBytes,
 		NoSwap:          s.NoSwap,
+		ShmBytes:        s.ShmBytes,
+		OomScoreAdj:     s.OomScoreAdj,
 		NanoCPUs:        s.NanoCPUs,
 		PidsLimit:       s.PidsLimit,
 		CapDropAll:      s.CapDropAll,

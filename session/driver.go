@@ -66,6 +66,8 @@ type Spec struct {
 	Mounts          []Mount
 	MemoryBytes     int64 // 0 = unlimited
 	NoSwap          bool  // swap limited to nothing beyond MemoryBytes
+	ShmBytes        int64 // size of /dev/shm; 0 = the engine's default
+	OomScoreAdj     int   // of the init; -1000: never the kernel's OOM killer's victim (children inherit it)
 	NanoCPUs        int64 // 1e9 = one core
 	PidsLimit       int64
 	CapDropAll      bool

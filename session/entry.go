@@ -86,6 +86,12 @@ func (m *Manager) acquireWith(ctx context.Context, key string, create bool, cr *
 		case <-ctx.Done():
 			return nil, nil, ctx.Err()
 		}
+		if err := ctx.Err(); err != nil {
+			// Both were ready and the turn won: a caller that left never
+			// runs anything.
+			<-e.turn
+			return nil, nil, err
+		}
 		m.mu.Lock()
 		gone, closed := e.gone, m.closed
 		m.mu.Unlock()
@@ -266,7 +272,13 @@ func (m *Manager) open(ctx context.Context, e *entry, create bool) error {
 		if !create {
 			return ErrNotFound
 		}
+		// The one door every new session passes, whichever API asked.
+		admitted, err := m.admitSession(ctx, e)
+		if err != nil {
+			return err
+		}
 		err = m.create(ctx, e)
+		admitted()
 		if err == nil && rerr == nil {
 			// Never a silent fresh start: the first result says so.
 			e.notice = freshNotice(row.StopReason)
@@ -424,8 +436,11 @@ func (m *Manager) record(ctx context.Context, e *entry) error {
 		Limits:         m.limitsOf(e.cr),
 		Expires:        e.cr.expiry(e.created),
 	})
+	if err != nil && diskFull(err) {
+		return fmt.Errorf("%w on the disk of the database (ARTIFACTS_DB): record session: %w", ErrNoSpace, m.storageTrouble(err, "the server's database"))
+	}
 	if err != nil {
-		return fmt.Errorf("record session: %w", err)
+		return fmt.Errorf("record session: %w", m.storageTrouble(err, "the server's database"))
 	}
 	if m.cfg.SessionStorage == config.StorageBind {
 		m.writeMetadata(e, last)
@@ -497,6 +512,7 @@ func (m *Manager) markStopped(ctx context.Context, id, containerID, reason strin
 			m.log.Warn("record session end", "session_id", id, "err", err)
 		}
 	}
+	m.releaseDisk(context.WithoutCancel(ctx), id, m.containerName(id))
 }
 
 // dial connects to the kernel of container id, retrying while its init

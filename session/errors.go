@@ -41,6 +41,10 @@ var (
 	// ErrNameInUse is what a Driver returns when creating or renaming a
 	// container to a name another container has.
 	ErrNameInUse = errors.New("container name in use")
+	// ErrContainerStart is what a Driver's Create returns when the engine
+	// made the container but could not start its first process (the
+	// container is removed again).
+	ErrContainerStart = errors.New("container could not start")
 )
 
 // Error is a failure of an operation on one session. It wraps the cause, so

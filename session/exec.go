@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/agentbox/agentbox/config"
@@ -25,7 +26,9 @@ type execOptions struct {
 	id      string
 	timeout time.Duration
 	onEvent func(kernel.Event)
-	start   []StartOption // for the session, if this call creates it
+	start   []StartOption   // for the session, if this call creates it
+	queue   context.Context // ends the wait for the session's turn (QueueContext); nil: ctx
+	admit   *Admission      // taken by the caller (Admitted); nil: Exec takes one
 }
 
 // ExecID names the execution (an agent passes its tool-call id). Running an
@@ -45,6 +48,17 @@ func Timeout(d time.Duration) ExecOption {
 // the connection's reader goroutine and must not block for long.
 func OnEvent(fn func(kernel.Event)) ExecOption {
 	return ExecOption{func(o *execOptions) { o.onEvent = fn }}
+}
+
+// QueueContext bounds the wait for the session's turn (behind the
+// executions before it) by ctx, for a caller that runs the code on a
+// context of its own (one its client cannot cancel, so that the result is
+// recorded for later) but whose client may leave before the code starts:
+// when ctx ends first, the execution is dropped, never run, and Exec
+// returns ctx's error. Once the code reaches the kernel, only Exec's own
+// context stops it.
+func QueueContext(ctx context.Context) ExecOption {
+	return ExecOption{func(o *execOptions) { o.queue = ctx }}
 }
 
 // Exec runs code in the session of key, creating the session if needed.
@@ -71,6 +85,19 @@ func (m *Manager) Exec(ctx context.Context, key, code string, opts ...ExecOption
 	if err != nil {
 		return nil, &Error{Op: "exec", Key: key, Err: err}
 	}
+	admitted, err := m.admitted(ctx, key, o.admit)
+	if err != nil {
+		return nil, &Error{Op: "exec", Key: key, Err: err}
+	}
+	defer admitted()
+	waitCtx := ctx
+	if o.queue != nil {
+		var stop context.CancelCauseFunc
+		waitCtx, stop = context.WithCancelCause(ctx)
+		unhook := context.AfterFunc(o.queue, func() { stop(context.Cause(o.queue)) })
+		defer unhook()
+		defer stop(nil)
+	}
 	named := o.id != ""
 	if !named {
 		o.id = kernel.NewID()
@@ -83,7 +110,10 @@ func (m *Manager) Exec(ctx context.Context, key, code string, opts ...ExecOption
 				return res, err
 			}
 		}
-		e, release, err := m.acquireWith(ctx, key, true, cr)
+		e, release, err := m.acquireWith(waitCtx, key, true, cr)
+		if err != nil && o.queue != nil && o.queue.Err() != nil {
+			return nil, &Error{Op: "exec", Key: key, Err: fmt.Errorf("execution %s dropped, never run: its caller left while it waited for the session's turn: %w", o.id, context.Cause(o.queue))}
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -115,6 +145,10 @@ func (m *Manager) Exec(ctx context.Context, key, code string, opts ...ExecOption
 		if err != nil {
 			release()
 			m.metrics.dbFailed("begin_execution")
+			if diskFull(err) {
+				// The tenant hears what is full, not where it is.
+				return nil, &Error{Op: "exec", Key: key, ContainerID: e.containerID, Err: fmt.Errorf("%w on the disk of the database (ARTIFACTS_DB): record that execution %s starts (it did not run): %w", ErrNoSpace, o.id, m.storageTrouble(err, "the server's database"))}
+			}
 			return nil, &Error{Op: "exec", Key: key, ContainerID: e.containerID, Err: fmt.Errorf("record that execution %s starts (it did not run): %w", o.id, m.storageTrouble(err, "the server's database"))}
 		}
 		res, err := m.execute(ctx, e, code, o)
@@ -135,6 +169,12 @@ func (m *Manager) recordPending(ctx context.Context, e *entry) {
 		m.metrics.dbRetried()
 		e.unrecorded = e.unrecorded[1:]
 	}
+}
+
+// diskFull reports whether err is a full disk: ENOSPC, or SQLite's
+// SQLITE_FULL (which the store reports by its text).
+func diskFull(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || strings.Contains(err.Error(), "database or disk is full")
 }
 
 // codeSum is the hex SHA-256 of code: what tells a retry from another use of
@@ -173,6 +213,7 @@ func (m *Manager) execute(ctx context.Context, e *entry, code string, o execOpti
 	ictx, ispan := m.startSpan(ctx, SpanIngest, key)
 	m.ingest(ictx, e, res, kr.Files, kr.More)
 	m.endIngest(ispan, res)
+	m.artifactsStored(key, res.Artifacts)
 	m.finish(ctx, e, code, started, res, traceIDOf(ctx))
 	return res, nil
 }

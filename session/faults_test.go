@@ -172,24 +172,80 @@ func TestOutOfMemoryInASubprocess(t *testing.T) {
 	}
 }
 
-// TestOutOfMemoryFromFiles: files in a TMPFS /session are memory too. Code
-// that writes until the limit is stopped like code that allocates; the
-// files it wrote stay, and the next execution can still remove them although
-// they hold most of the memory.
+// TestOutOfMemoryFromFiles: files in a TMPFS /session are memory, but they
+// are counted apart from the processes' memory limit. With the default sizes
+// (TMPFS_SIZE_MB and SANDBOX_MEMORY_MB both 1024) code that writes until
+// /session is full gets "no space left" (ENOSPC), never an OOM kill of the
+// container (session and files lost) or of every later execution: the
+// session, its state and its files stay, and the next executions run, with
+// their memory, as before.
 func TestOutOfMemoryFromFiles(t *testing.T) {
 	t.Parallel()
-	m := newManager(t, func(cfg *config.Config) { cfg.MemoryMB = 256; cfg.TmpfsSizeMB = 512 })
+	def := config.Default()
+	m := newManager(t, func(cfg *config.Config) { cfg.MemoryMB = def.MemoryMB; cfg.TmpfsSizeMB = def.TmpfsSizeMB })
 	mustExec(t, m, "k", "open('/session/keep.txt', 'w').write('kept'); x = 1")
 	id := containerOf(t, m, "k")
-	res := mustExec(t, m, "k", "chunk = b'\\x01' * (1 << 20)\nwith open('/session/fill', 'wb') as f:\n    while True:\n        f.write(chunk)")
-	if res.Error == nil || res.Error.Name != "OutOfMemory" || !res.StateLost {
+	res := mustExec(t, m, "k", `
+import errno
+chunk = b'\x01' * (1 << 20)
+try:
+    with open('/session/fill', 'wb') as f:
+        while True:
+            f.write(chunk)
+except OSError as e:
+    print(errno.errorcode[e.errno])`)
+	if res.Error != nil || res.KernelRestarted || strings.TrimSpace(res.Stdout) != "ENOSPC" {
+		t.Fatalf("filling /session: want ENOSPC and the kernel intact, got %q %+v (error %+v)", res.Stdout, res, res.Error)
+	}
+	if got := containerOf(t, m, "k"); got != id {
+		t.Fatalf("container %s replaced by %s: filling /session killed the sandbox", id, got)
+	}
+	// /session is full: the processes still have all of their memory.
+	res = mustExec(t, m, "k", "import os\nb = bytearray(b'\\x01') * (512 << 20)\nprint(os.path.getsize('/session/fill') >> 20 >= 1000, open('/session/keep.txt').read(), x)")
+	if res.Error != nil || res.KernelRestarted || res.Stdout != "True kept 1\n" {
+		t.Fatalf("with /session full: %q %+v (error %+v)", res.Stdout, res, res.Error)
+	}
+	res = mustExec(t, m, "k", "os.remove('/session/fill'); del b; print(x + 1)")
+	if res.Error != nil || res.Stdout != "2\n" {
+		t.Fatalf("removing the files that fill /session: %q %+v", res.Stdout, res.Error)
+	}
+}
+
+// TestOutOfMemoryNamesTheSessionFiles: when processes pass their limit
+// while files fill a TMPFS /session, the watchdog's message says how much of
+// the memory in use was those files, so that the code can free them.
+func TestOutOfMemoryNamesTheSessionFiles(t *testing.T) {
+	t.Parallel()
+	m := newManager(t, func(cfg *config.Config) { cfg.MemoryMB = 256; cfg.TmpfsSizeMB = 256 })
+	mustExec(t, m, "k", "open('/session/fill', 'wb').write(b'\\x01' * (200 << 20))")
+	res := mustExec(t, m, "k", "import time\nchunks = []\nwhile True:\n    chunks.append(b'\\x01' * (1 << 20))\n    time.sleep(0.002)")
+	if res.Error == nil || res.Error.Name != "OutOfMemory" {
 		t.Fatalf("want OutOfMemory, got %+v (error %+v)", res, res.Error)
 	}
-	res = mustExec(t, m, "k", "import os\nsize = os.path.getsize('/session/fill') >> 20\nos.remove('/session/fill')\nprint(size > 64)")
-	if res.Error != nil || res.Stdout != "True\n" {
-		t.Fatalf("removing the files that fill the memory: %q %+v", res.Stdout, res.Error)
+	if !strings.Contains(res.Error.Value, "MiB of files under /session") {
+		t.Fatalf("the watchdog's message %q does not say how much was files under /session", res.Error.Value)
 	}
-	sessionSurvived(t, m, "k", id)
+	if !strings.Contains(res.Error.Value, "200 MiB of files under /session") {
+		t.Errorf("message %q: want the 200 MiB written under /session", res.Error.Value)
+	}
+}
+
+// TestInitIsNotTheOOMKillersVictim: PID 1 holds the session (its streams,
+// /session's lifetime): it asks the kernel's OOM killer never to take it
+// (oom_score_adj -1000, where the engine can grant it; an engine without
+// CAP_SYS_RESOURCE, like a nested one, refuses to start such a container,
+// and the Manager then starts it at 0), and the kernel worker, which would
+// inherit that, raises its own score to the highest, so that it and what it
+// runs go first.
+func TestInitIsNotTheOOMKillersVictim(t *testing.T) {
+	t.Parallel()
+	m := newManager(t, nil)
+	res := mustExec(t, m, "k", "import subprocess\nprint(open('/proc/1/oom_score_adj').read().strip(), open('/proc/self/oom_score_adj').read().strip(), subprocess.run(['cat', '/proc/self/oom_score_adj'], capture_output=True, text=True).stdout.strip())")
+	got := strings.Fields(res.Stdout)
+	if res.Error != nil || len(got) != 3 || (got[0] != "-1000" && got[0] != "0") || got[1] != "1000" || got[2] != "1000" {
+		t.Fatalf("oom_score_adj of the init, the kernel and a subprocess: got %q %+v, want -1000 (or 0 where the engine cannot lower it), 1000, 1000", res.Stdout, res.Error)
+	}
+	t.Logf("the init's oom_score_adj: %s", got[0])
 }
 
 // TestOutOfMemoryKernelKillerBackstop: with the watchdog off, runc's kernel

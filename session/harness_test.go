@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -28,6 +29,7 @@ func testConfig(t testing.TB, edit func(*config.Config)) config.Config {
 	cfg.BlobstoreDir = filepath.Join(dir, "blobstore")
 	cfg.InterruptGrace = 2 * time.Second
 	cfg.TmpfsSizeMB = 64
+	cfg.SessionDiskMB = 64 // BIND: each session allocates its disk in full
 	if edit != nil {
 		edit(&cfg)
 	}
@@ -72,6 +74,14 @@ func managerFor(t testing.TB, cfg config.Config, ns string, opts ...session.Opti
 		}
 		if err := dockertest.Sweep(ctx, cli, session.LabelNamespace+"="+ns); err != nil {
 			t.Errorf("sweep: %v", err)
+		}
+		// The sessions' disks stay mounted while a manager may come back
+		// for them; the test's folder goes now.
+		mounts := hostMounts(t, cfg.SessionsRoot)
+		for i := len(mounts) - 1; i >= 0; i-- {
+			if err := syscall.Unmount(mounts[i], syscall.MNT_DETACH); err != nil {
+				t.Errorf("unmount %s: %v", mounts[i], err)
+			}
 		}
 	})
 	return m

@@ -185,6 +185,7 @@ func (m *Manager) ingest(ctx context.Context, e *entry, res *Result, files []ker
 	skip := func(name, reason string) {
 		res.SkippedArtifacts = append(res.SkippedArtifacts, Skipped{Name: name, Reason: reason})
 	}
+	room := m.blobRoom()
 	for _, name := range changed {
 		size := seen[name].size
 		switch {
@@ -198,6 +199,9 @@ func (m *Manager) ingest(ctx context.Context, e *entry, res *Result, files []ker
 			skip(name, fmt.Sprintf("more than %d new files in one execution (ARTIFACT_MAX_FILES)", m.cfg.ArtifactMaxFiles))
 		case size > maxFile:
 			skip(name, fmt.Sprintf("%d bytes, more than %d MiB (ARTIFACT_MAX_FILE_MB)", size, m.cfg.ArtifactMaxFileMB))
+		case room >= 0 && planned+size > room:
+			// "store: ": kept for the next ingestion, once there is room.
+			skip(name, fmt.Sprintf("store: %v on the host's disk: %d bytes would eat into DISK_RESERVE_MB=%d MiB", ErrNoSpace, size, m.cfg.DiskReserveMB))
 		case m.cfg.ArtifactMaxSessionMB > 0 && m.sessionBytes(ctx, e)+planned+size > int64(m.cfg.ArtifactMaxSessionMB)<<20:
 			skip(name, fmt.Sprintf("the session would pass %d MiB of artifacts (ARTIFACT_MAX_SESSION_MB)", m.cfg.ArtifactMaxSessionMB))
 		default:

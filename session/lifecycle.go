@@ -489,6 +489,11 @@ func (m *Manager) warm(e *entry) *pooled {
 	if e.cr != nil && e.cr.custom {
 		return nil
 	}
+	if m.diskLimited() && m.ranBefore(e.id) {
+		// The key's files are on a disk of their own (or are to be moved
+		// onto one), which a started container cannot be given.
+		return nil
+	}
 	return m.pool.take()
 }
 

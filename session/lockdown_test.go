@@ -55,7 +55,7 @@ for p in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_by
         break
 else:
     # gVisor shows no cgroup files; its /proc/meminfo's total is the limit.
-    print(int(open("/proc/meminfo").readline().split()[1]) >> 10)`, "1024", ""},
+    print(int(open("/proc/meminfo").readline().split()[1]) >> 10)`, "1408", ""}, // 1024 for processes + files in memory apart: /session (64 here), /tmp (256), /dev/shm (64)
 		{"pids limit", `
 import os
 for p in ("/sys/fs/cgroup/pids.max", "/sys/fs/cgroup/pids/pids.max"):

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentbox/agentbox/config"
@@ -83,10 +84,14 @@ type Manager struct {
 	pool        *pool
 	owner       *owner     // this process, as the owner of its executions
 	cmds        commandSet // background shell commands (StartCommand)
+	quota       *quota     // tenant quotas (WithQuotaGroup); nil: none
 	// noIntents skips the intent write. Only the benchmark that prices
 	// that write sets it, to measure the Manager without it in the same
 	// run; nothing else may.
 	noIntents bool
+	// oomAdjRefused is set once the engine refused the init's negative
+	// oom_score_adj (see createContainer).
+	oomAdjRefused atomic.Bool
 
 	// Telemetry (trace.go, metrics.go).
 	tp           trace.TracerProvider // nil: the global one at call time
@@ -103,6 +108,8 @@ type Manager struct {
 	mu       sync.Mutex
 	closed   bool
 	sessions map[string]*entry // by session id
+
+	diskMu sync.Mutex // one reserve check and image allocation at a time (disk.go)
 }
 
 // Option configures a Manager.

@@ -392,11 +392,11 @@ func (m *Manager) applyCreation(spec *Spec, cr *creation, now time.Time) {
 		return
 	}
 	spec.Image = cr.ref
-	spec.MemoryBytes = int64(cr.memoryMB) << 20
+	spec.MemoryBytes = m.containerMemory(cr.memoryMB)
 	spec.NanoCPUs = int64(cr.cpus * 1e9)
 	for i, kv := range spec.Env {
 		if strings.HasPrefix(kv, "AGENTBOX_MEMORY_LIMIT=") {
-			spec.Env[i] = "AGENTBOX_MEMORY_LIMIT=" + strconv.FormatInt(spec.MemoryBytes, 10)
+			spec.Env[i] = "AGENTBOX_MEMORY_LIMIT=" + strconv.FormatInt(int64(cr.memoryMB)<<20, 10)
 		}
 	}
 	spec.Env = append(spec.Env, cr.env...)

@@ -130,8 +130,10 @@ func (p *pool) start(ctx context.Context) (*pooled, error) {
 	suffix := hex.EncodeToString(b[:])
 	w := &pooled{}
 	var workspace string
+	name := m.ns + "_pool_" + suffix
 	if m.cfg.SessionStorage == config.StorageBind {
-		w.dir = path.Join(poolDir, suffix)
+		// Named after the container: a sweep tells whose disk it is.
+		w.dir = path.Join(poolDir, name)
 		var err error
 		if workspace, err = m.makeSessionDir(w.dir); err != nil {
 			p.removeDir(w)
@@ -140,11 +142,16 @@ func (p *pool) start(ctx context.Context) (*pooled, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
-	name := m.ns + "_pool_" + suffix
 	// No role or key label: handed to a key, it is renamed, and labels
 	// cannot follow (see LabelRole).
 	t0 := time.Now()
-	id, err := m.drv.Create(ctx, m.spec(name, "", workspace))
+	var id string
+	var err error
+	if w.dir != "" {
+		id, err = m.createWarm(ctx, w.dir, m.spec(name, "", workspace))
+	} else {
+		id, err = m.createContainer(ctx, m.spec(name, "", workspace))
+	}
 	if err != nil {
 		// Cancelled mid-call, the engine may have made it all the same:
 		// it has a name of its own, so remove it by that.
@@ -186,6 +193,10 @@ func (p *pool) discard(w *pooled) {
 func (p *pool) removeDir(w *pooled) {
 	if w.dir != "" {
 		dir := filepath.Join(p.m.cfg.SessionsRoot, w.dir)
+		if err := unmountDisk(w.dir, p.m.cfg.SessionsRoot); err != nil {
+			p.m.log.Warn("remove warm container folder", "dir", dir, "err", err)
+			return
+		}
 		if err := os.RemoveAll(dir); err != nil {
 			p.m.log.Warn("remove warm container folder", "dir", dir, "err", err)
 		}

@@ -40,6 +40,9 @@ type Command struct {
 	// goroutine: a slow writer slows the command; an error from one is
 	// ignored.
 	Stdout, Stderr io.Writer
+	// Admission, when set, is the place the caller took for this command
+	// with Admit; Run then takes none of its own.
+	Admission *Admission
 }
 
 // CommandResult is how a command ended.

@@ -128,8 +128,14 @@ func (m *Manager) StartCommand(ctx context.Context, key string, cmd Command) (_ 
 	if _, ok := m.drv.(commandStreamer); !ok {
 		return "", &Error{Op: "start command", Key: key, Err: fmt.Errorf("the driver cannot run commands in a container: %w", errors.ErrUnsupported)}
 	}
+	// A background command is in flight until it ends.
+	admitted, err := m.admitted(ctx, key, cmd.Admission)
+	if err != nil {
+		return "", &Error{Op: "start command", Key: key, Err: err}
+	}
 	e, containerID, count, done, err := m.commandSession(ctx, key)
 	if err != nil {
+		admitted()
 		return "", err
 	}
 	bctx, kill := context.WithCancel(m.bg)
@@ -145,6 +151,7 @@ func (m *Manager) StartCommand(ctx context.Context, key string, cmd Command) (_ 
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
+		defer admitted()
 		defer done()
 		defer kill()
 		defer close(b.done)

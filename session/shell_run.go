@@ -56,6 +56,11 @@ func (m *Manager) Run(ctx context.Context, key string, cmd Command) (res *Comman
 	if err := cmd.check(); err != nil {
 		return nil, &Error{Op: "run", Key: key, Err: err}
 	}
+	admitted, err := m.admitted(ctx, key, cmd.Admission)
+	if err != nil {
+		return nil, &Error{Op: "run", Key: key, Err: err}
+	}
+	defer admitted()
 	e, containerID, count, done, err := m.commandSession(ctx, key)
 	if err != nil {
 		return nil, err

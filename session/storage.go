@@ -26,18 +26,17 @@ type storageError struct {
 
 func (e *storageError) Error() string { return e.msg }
 
-// Unwrap is the cause, and ErrStorageFull for a full disk.
+// Unwrap is the cause, and ErrStorageFull and ErrNoSpace for a full disk.
 func (e *storageError) Unwrap() []error {
 	if isFull(e.err) {
-		return []error{ErrStorageFull, e.err}
+		return []error{ErrStorageFull, ErrNoSpace, e.err}
 	}
 	return []error{e.err}
 }
 
 // isFull reports whether err is a full disk or database.
 func isFull(err error) bool {
-	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) ||
-		strings.Contains(err.Error(), "database or disk is full")
+	return diskFull(err) || errors.Is(err, syscall.EDQUOT)
 }
 
 // storageTrouble describes a failure of what (such as "the server's

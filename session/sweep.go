@@ -51,6 +51,8 @@ func (m *Manager) sweep(ctx context.Context) {
 		}
 	}
 	now := time.Now()
+	defer m.releaseDisks(ctx)
+	m.endVanished(ctx, list, rows, now)
 	for _, c := range list {
 		if ctx.Err() != nil {
 			return
@@ -90,6 +92,29 @@ func (m *Manager) sweep(ctx context.Context) {
 				m.evictIfIdle(ctx, id, c, rows[id], now, timeout)
 			}
 		}
+	}
+}
+
+// endVanished records the end of the sessions whose rows say they live
+// but whose containers the engine no longer has (removed behind agentbox's
+// back, lost with an engine restart): until then they would count against
+// their tenant's quotas (TENANT_MAX_SANDBOXES) for good. A row younger
+// than the grace period is left alone: its container may have been
+// created after the list was taken. The next call on such a key says the
+// session was lost, as it would have.
+func (m *Manager) endVanished(ctx context.Context, list []Container, rows map[string]store.Session, now time.Time) {
+	if m.quota == nil {
+		return
+	}
+	seen := make(map[string]bool, len(list))
+	for _, c := range list {
+		seen[strings.TrimPrefix(c.Name, m.ns+"_")] = true
+	}
+	for id, r := range rows {
+		if !r.Stopped.IsZero() || seen[id] || now.Sub(r.Created) <= m.grace || now.Sub(r.LastUsed) <= m.grace {
+			continue
+		}
+		m.markStopped(ctx, id, r.ContainerID, "lost: removed")
 	}
 }
 

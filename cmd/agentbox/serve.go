@@ -47,12 +47,19 @@ environment (also read from ./.env; see example.env for all):
   SERVE_API_KEYS_FILE  a file of more keys, one per line
                        With no key the server starts only on a loopback address
                        (SERVE_ADDR=127.0.0.1:8080), where everyone is one tenant.
+                       and answers only loopback host names (DNS rebinding)
+  SERVE_ALLOWED_HOSTS  more host names a keyless server answers
+  SERVE_MAX_CONNS_PER_CLIENT   connections one client address may hold (256)
+  SERVE_METRICS_KEY    bearer token of /metrics on a server with keys
   SANDBOX_IMAGE, SANDBOX_IMAGES   what sandboxes run: a requested image that is
                        not an allowed name or reference runs as SANDBOX_IMAGE
   SANDBOX_MAX_MEMORY_MB, SANDBOX_MAX_CPUS, SESSION_MAX_TTL_S   the most a sandbox
                        may ask for; a request above is refused, never trimmed
                        (the OpenSandbox SDK asks for 2Gi of memory by default)
   SESSION_TTL_S        time to live of a sandbox created without a timeout
+  TENANT_MAX_SANDBOXES, TENANT_MAX_MEMORY_MB, TENANT_MAX_INFLIGHT,
+  TENANT_MAX_ARTIFACT_MB   each key's quotas, over every API (0: none); past
+                       one a request is refused with 429 naming it
   AGENTBOX_NAMESPACE, ARTIFACTS_DB   whose sessions, and where their records are
 
 The per-sandbox execd tokens are signed with a secret kept in
@@ -97,7 +104,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitSandbox
 	}
 	reg := telemetry.NewRegistry() // this server's metrics, at /metrics
-	m, err := session.NewManager(ctx, cfg, session.WithLogger(log), session.WithMetrics(reg))
+	m, err := session.NewManager(ctx, cfg, append(server.SessionOptions(), session.WithLogger(log), session.WithMetrics(reg))...)
 	if err != nil {
 		return failure(ctx, stderr, err)
 	}

@@ -303,6 +303,7 @@ func TestLiveSession(t *testing.T) {
 	t.Setenv("SANDBOX_IMAGE", image)
 	t.Setenv("SESSION_STORAGE", "BIND")
 	t.Setenv("TMPFS_SIZE_MB", "64")
+	t.Setenv("SESSION_DISK_MB", "64")
 	cfg, err := config.Load()
 	if err != nil {
 		t.Fatal(err)

@@ -40,6 +40,8 @@ type ContainerSpec struct {
 	Mounts          []Mount
 	MemoryBytes     int64 // 0 = unlimited
 	NoSwap          bool  // memory+swap = memory
+	ShmBytes        int64 // size of /dev/shm; 0 = the engine's default (64 MiB)
+	OomScoreAdj     int   // of the first process, -1000 to 1000
 	NanoCPUs        int64 // 1e9 = one core; 0 = unlimited
 	PidsLimit       int64 // 0 = unlimited
 	CapDropAll      bool
@@ -68,6 +70,8 @@ func (c *Client) CreateContainer(ctx context.Context, spec ContainerSpec) (strin
 		ReadonlyRootfs: spec.ReadOnlyRoot,
 		Tmpfs:          spec.Tmpfs,
 		Runtime:        spec.Runtime,
+		ShmSize:        spec.ShmBytes,
+		OomScoreAdj:    spec.OomScoreAdj,
 		Resources: container.Resources{
 			Memory:   spec.MemoryBytes,
 			NanoCPUs: spec.NanoCPUs,
@@ -101,7 +105,11 @@ func (c *Client) CreateContainer(ctx context.Context, spec ContainerSpec) (strin
 	}
 	if err := c.api.ContainerStart(ctx, resp.ID, container.StartOptions{}); err != nil {
 		rmErr := c.RemoveContainer(context.WithoutCancel(ctx), resp.ID)
-		return "", errors.Join(fmt.Errorf("start container %s: %w", short(resp.ID), c.classify(err)), rmErr)
+		err = c.classify(err)
+		if !errors.Is(err, ErrUnreachable) && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("%w: %w", ErrStart, err)
+		}
+		return "", errors.Join(fmt.Errorf("start container %s: %w", short(resp.ID), err), rmErr)
 	}
 	return resp.ID, nil
 }

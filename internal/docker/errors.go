@@ -13,6 +13,9 @@ var (
 	ErrConflict = errors.New("conflict")
 	// ErrUnreachable means no Docker engine answered.
 	ErrUnreachable = errors.New("docker engine unreachable")
+	// ErrStart means the engine created a container but its runtime could
+	// not start its first process (a setting the host cannot grant, say).
+	ErrStart = errors.New("container could not start")
 )
 
 // UnreachableError says which engine could not be reached and how to fix it.

@@ -124,6 +124,12 @@ func (h *Handler) runCode(c *call) error {
 	if !h.contexts.add(c.key, ctxID) {
 		return errorf(http.StatusBadRequest, codeInvalidRequest, "too many code contexts in this sandbox (at most %d): delete some", maxContexts)
 	}
+	// Admitted before the stream starts: a tenant at its quota hears 429.
+	admission, err := h.m.Admit(c.r.Context(), c.key)
+	if err != nil {
+		return err
+	}
+	defer admission.Release()
 	ctx, cancel := context.WithCancel(c.r.Context())
 	defer cancel()
 	done := h.contexts.running(c.key, ctxID, cancel)
@@ -144,7 +150,7 @@ func (h *Handler) runCode(c *call) error {
 			s.send(event{Type: evCount, ExecutionCount: n})
 		}
 	}
-	res, err := h.m.Exec(ctx, c.key, q.Code, session.OnEvent(func(ev kernel.Event) {
+	res, err := h.m.Exec(ctx, c.key, q.Code, session.Admitted(admission), session.OnEvent(func(ev kernel.Event) {
 		switch ev.Type {
 		case kernel.EventStarted:
 			started = ev.ExecutionCount

@@ -61,6 +61,13 @@ func (h *Handler) runCommand(c *call) error {
 		return nil
 	}
 
+	// Admitted before the stream starts: a tenant at its quota hears 429.
+	admission, err := h.m.Admit(c.r.Context(), c.key)
+	if err != nil {
+		return err
+	}
+	defer admission.Release()
+	cmd.Admission = admission
 	id := h.newID()
 	ctx, cancel := context.WithCancel(c.r.Context())
 	defer cancel()

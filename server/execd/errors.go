@@ -40,6 +40,7 @@ const (
 	codeNotEmpty         = "DIRECTORY_NOT_EMPTY"
 	codeNoSpace          = "NO_SPACE"
 	codeUnavailable      = "SANDBOX_UNAVAILABLE"
+	codeQuota            = "QUOTA_EXCEEDED"
 )
 
 // apiError is an error answer: its status and OpenSandbox-shaped body.
@@ -71,9 +72,12 @@ func fromErr(err error) *apiError {
 	var ae *apiError
 	var mbe *http.MaxBytesError
 	var ce *session.CommandError
+	var qe *session.QuotaError
 	switch {
 	case errors.As(err, &ae):
 		return ae
+	case errors.As(err, &qe):
+		return errorf(http.StatusTooManyRequests, codeQuota, "%v", qe)
 	case errors.As(err, &mbe):
 		return errorf(http.StatusRequestEntityTooLarge, codeTooLarge, "request body over %d bytes", mbe.Limit)
 	case errors.As(err, &ce):

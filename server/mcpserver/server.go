@@ -214,6 +214,8 @@ func systemMessage(ctx context.Context, err error) string {
 		hint = " The session is paused: it runs nothing until it is resumed (agentbox resume, or the server's API)."
 	case errors.Is(err, session.ErrImageMissing), errors.Is(err, session.ErrImageStale):
 		hint = " The operator must run sandbox-setup."
+	case errors.Is(err, session.ErrNoSpace):
+		hint = " Storage is full: free space in /session (delete files) or ask the operator for room."
 	case errors.Is(err, session.ErrUnavailable):
 		return "agentbox failed: the sandbox engine is unreachable; try again later."
 	case errors.Is(err, session.ErrClosed):

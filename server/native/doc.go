@@ -17,7 +17,10 @@
 // NewHandler does no I/O. An execution runs on a context detached from its
 // request (it keeps the request's values, not its cancellation): a client
 // that disconnects does not interrupt its code, whose result is recorded by
-// the Manager and answered by GET .../executions/{id}. Such executions end
+// the Manager and answered by GET .../executions/{id}. Until the code
+// starts, though, the request's cancellation counts (session.QueueContext):
+// an execution still waiting for its session's turn when its client leaves
+// is dropped, never run, so abandoned requests do not pile up. Such executions end
 // at their timeout (enforced by the kernel) or with the Manager: close the
 // Manager after the HTTP server has shut down, and it waits for them.
 //

@@ -22,6 +22,8 @@ type apiError struct {
 // an outcome-unknown error also wraps the session's loss.
 func classify(err error) (int, string) {
 	switch {
+	case errors.Is(err, session.ErrQuota):
+		return http.StatusTooManyRequests, "quota_exceeded"
 	case errors.Is(err, kernel.ErrIDConflict):
 		return http.StatusConflict, "id_conflict"
 	case errors.Is(err, session.ErrOutcomeUnknown):
@@ -45,6 +47,10 @@ func classify(err error) (int, string) {
 	case errors.Is(err, session.ErrInvalidOption), errors.Is(err, session.ErrAboveMaximum),
 		errors.Is(err, session.ErrImageNotAllowed):
 		return http.StatusBadRequest, "invalid_option"
+	case errors.Is(err, session.ErrNoSpace):
+		// A full disk (a session's, or the host's past its reserve) is
+		// the storage's state, not the server's fault.
+		return http.StatusInsufficientStorage, "no_space"
 	case errors.Is(err, session.ErrClosed), errors.Is(err, session.ErrUnavailable),
 		errors.Is(err, session.ErrImageMissing), errors.Is(err, session.ErrImageStale):
 		return http.StatusServiceUnavailable, "unavailable"

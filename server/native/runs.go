@@ -68,6 +68,9 @@ func (h *handler) start(ctx context.Context, c call, id, code string, timeout ti
 	}
 	// Detached from the request: a client that goes away leaves the code
 	// running, and its result is recorded for GET .../executions/{id}.
+	// Until the code starts it is the request's: one whose client left
+	// while it waited for the session's turn is dropped, never run.
+	opts = append(opts, session.QueueContext(ctx))
 	ctx = context.WithoutCancel(ctx)
 	go func() {
 		res, err := h.m.Exec(ctx, c.key, code, opts...)

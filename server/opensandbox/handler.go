@@ -178,8 +178,10 @@ const (
 	codeImageNotAllowed  = "SANDBOX::IMAGE_NOT_ALLOWED"
 	codeConflict         = "SANDBOX::STATE_CONFLICT"
 	codeUnavailable      = "SANDBOX::UNAVAILABLE"
+	codeNoSpace          = "SANDBOX::INSUFFICIENT_STORAGE"
 	codeStorageFull      = "SANDBOX::STORAGE_FULL"
 	codeInternal         = "SANDBOX::UNKNOWN_ERROR"
+	codeQuota            = "SANDBOX::QUOTA_EXCEEDED" // agentbox's: a tenant quota (TENANT_MAX_*)
 )
 
 // errorBody is OpenSandbox's ErrorResponse.
@@ -207,7 +209,10 @@ func tooLargeMessage(limit int64) string {
 // what is the server's fault.
 func (h *handler) fail(w http.ResponseWriter, r *http.Request, id string, err error) {
 	var oe *session.OptionError
+	var qe *session.QuotaError
 	switch {
+	case errors.As(err, &qe):
+		writeError(w, http.StatusTooManyRequests, codeQuota, qe.Error())
 	case errors.Is(err, session.ErrNotFound), errors.Is(err, session.ErrInvalidKey), errors.Is(err, session.ErrContainerNotFound):
 		writeError(w, http.StatusNotFound, codeSandboxNotFound, "sandbox "+id+" not found")
 	case errors.Is(err, session.ErrSessionLost):
@@ -225,6 +230,8 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, id string, err er
 		writeError(w, http.StatusConflict, codeConflict, "sandbox "+id+" is running code in another process; try again when it ends")
 	case errors.Is(err, session.ErrExpired):
 		writeError(w, http.StatusConflict, codeInvalidExpiry, "sandbox "+id+" has expired and cannot be renewed")
+	case errors.Is(err, session.ErrNoSpace):
+		writeError(w, http.StatusInsufficientStorage, codeNoSpace, noSpaceMessage(err))
 	case errors.Is(err, session.ErrUnavailable), errors.Is(err, session.ErrClosed):
 		h.log.Error("sandbox engine unavailable", "request_id", w.Header().Get(RequestIDHeader), "sandbox_id", id, "err", err)
 		writeError(w, http.StatusServiceUnavailable, codeUnavailable, "the sandbox engine is unavailable; try again later")
@@ -238,6 +245,16 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, id string, err er
 		h.log.Error("request failed", "request_id", w.Header().Get(RequestIDHeader), "method", r.Method, "path", r.URL.Path, "err", err)
 		writeError(w, http.StatusInternalServerError, codeInternal, "internal error (request "+w.Header().Get(RequestIDHeader)+"); the server log has the cause")
 	}
+}
+
+// noSpaceMessage says what is full, from ErrNoSpace on: the Manager's
+// words before it name the tenant's session key.
+func noSpaceMessage(err error) string {
+	msg := err.Error()
+	if i := strings.Index(msg, session.ErrNoSpace.Error()); i >= 0 {
+		return msg[i:]
+	}
+	return session.ErrNoSpace.Error()
 }
 
 // optionMessage is a refused option's message without the session key the

@@ -19,7 +19,7 @@ import (
 // These tests drive session.Manager through the fake driver: pure logic, no
 // engine.
 
-func testConfig(t *testing.T, edit func(*config.Config)) config.Config {
+func testConfig(t testing.TB, edit func(*config.Config)) config.Config {
 	t.Helper()
 	cfg := config.Default()
 	dir := t.TempDir()
@@ -32,7 +32,7 @@ func testConfig(t *testing.T, edit func(*config.Config)) config.Config {
 	return cfg
 }
 
-func startManager(t *testing.T, d *sessiontest.Driver, cfg config.Config, opts ...session.Option) *session.Manager {
+func startManager(t testing.TB, d *sessiontest.Driver, cfg config.Config, opts ...session.Option) *session.Manager {
 	t.Helper()
 	m, err := session.NewManager(context.Background(), cfg, append([]session.Option{session.WithDriver(d)}, opts...)...)
 	if err != nil {
