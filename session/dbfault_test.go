@@ -111,8 +111,10 @@ func TestDatabaseLockedIsNeverSilent(t *testing.T) {
 
 // TestFullDiskIsNamed: the disk holding the blobstore and the database
 // fills up (a small filesystem made for the test). The caller is told that
-// the disk is full and where; what was stored before stays; once room is
-// made, the file is stored and the history row written.
+// the server's disk is full, never where (the host path is the operator's
+// business, and a server's tenants read these messages: issue 23 row 10);
+// what was stored before stays; once room is made, the file is stored and
+// the history row written.
 func TestFullDiskIsNamed(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -153,8 +155,11 @@ func TestFullDiskIsNamed(t *testing.T) {
 	for _, s := range res.SkippedArtifacts {
 		all += "\n" + s.Reason
 	}
-	if !strings.Contains(all, "disk full at "+cfg.BlobstoreDir) && !strings.Contains(all, "disk full at "+cfg.ArtifactsDB) {
-		t.Fatalf("the full disk is not named with its path: warnings %q, skipped %+v", res.Warnings, res.SkippedArtifacts)
+	if !strings.Contains(all, "the server's disk is full") {
+		t.Fatalf("the full disk is not named: warnings %q, skipped %+v", res.Warnings, res.SkippedArtifacts)
+	}
+	if strings.Contains(all, dir) {
+		t.Fatalf("a host path is shown to the caller: warnings %q, skipped %+v", res.Warnings, res.SkippedArtifacts)
 	}
 	if storedNames(t, m, "k")["big.bin"] {
 		t.Fatal("big.bin stored on a full disk?")

@@ -437,10 +437,10 @@ func (m *Manager) record(ctx context.Context, e *entry) error {
 		Expires:        e.cr.expiry(e.created),
 	})
 	if err != nil && diskFull(err) {
-		return fmt.Errorf("%w on the disk of the database (ARTIFACTS_DB): record session: %w", ErrNoSpace, err)
+		return fmt.Errorf("%w on the disk of the database (ARTIFACTS_DB): record session: %w", ErrNoSpace, m.storageTrouble(err, "the server's database"))
 	}
 	if err != nil {
-		return fmt.Errorf("record session: %w", err)
+		return fmt.Errorf("record session: %w", m.storageTrouble(err, "the server's database"))
 	}
 	if m.cfg.SessionStorage == config.StorageBind {
 		m.writeMetadata(e, last)
@@ -566,15 +566,25 @@ func (m *Manager) dial(ctx context.Context, id string) (*kernel.Client, error) {
 
 // lostError says why a session's container cannot serve it any more.
 type lostError struct {
-	id     string
-	reason string
+	id      string
+	reason  string
+	expired bool // the time to live ended it: reason is its stop reason ("expired: ...")
 }
 
 func (e *lostError) Error() string {
+	if e.expired {
+		return fmt.Sprintf("%v: %s; container %s removed", ErrExpired, strings.TrimPrefix(e.reason, stopExpired+": "), shortID(e.id))
+	}
 	return fmt.Sprintf("%v: container %s %s", ErrSessionLost, shortID(e.id), e.reason)
 }
 
-func (e *lostError) Unwrap() error { return ErrSessionLost }
+// Unwrap is ErrSessionLost, and ErrExpired for an expiry.
+func (e *lostError) Unwrap() []error {
+	if e.expired {
+		return []error{ErrExpired, ErrSessionLost}
+	}
+	return []error{ErrSessionLost}
+}
 
 // inspectTimeout bounds checkAlive's look at a container: one the engine
 // cannot describe in that time is treated as alive, and the caller's own

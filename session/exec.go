@@ -147,9 +147,9 @@ func (m *Manager) Exec(ctx context.Context, key, code string, opts ...ExecOption
 			m.metrics.dbFailed("begin_execution")
 			if diskFull(err) {
 				// The tenant hears what is full, not where it is.
-				return nil, &Error{Op: "exec", Key: key, ContainerID: e.containerID, Err: fmt.Errorf("%w on the disk of the database (ARTIFACTS_DB): record that execution %s starts (it did not run): %w", ErrNoSpace, o.id, err)}
+				return nil, &Error{Op: "exec", Key: key, ContainerID: e.containerID, Err: fmt.Errorf("%w on the disk of the database (ARTIFACTS_DB): record that execution %s starts (it did not run): %w", ErrNoSpace, o.id, m.storageTrouble(err, "the server's database"))}
 			}
-			return nil, &Error{Op: "exec", Key: key, ContainerID: e.containerID, Err: fmt.Errorf("record that execution %s starts (it did not run): %s: %w", o.id, storageTrouble(err, m.cfg.ArtifactsDB), err)}
+			return nil, &Error{Op: "exec", Key: key, ContainerID: e.containerID, Err: fmt.Errorf("record that execution %s starts (it did not run): %w", o.id, m.storageTrouble(err, "the server's database"))}
 		}
 		res, err := m.execute(ctx, e, code, o)
 		release()
@@ -169,15 +169,6 @@ func (m *Manager) recordPending(ctx context.Context, e *entry) {
 		m.metrics.dbRetried()
 		e.unrecorded = e.unrecorded[1:]
 	}
-}
-
-// storageTrouble describes a failure to store: a full disk is named as such,
-// with the path.
-func storageTrouble(err error, path string) string {
-	if diskFull(err) {
-		return "disk full at " + path + ": " + err.Error()
-	}
-	return err.Error()
 }
 
 // diskFull reports whether err is a full disk: ENOSPC, or SQLite's
@@ -294,6 +285,12 @@ func (m *Manager) lose(ctx context.Context, e *entry, lost *lostError) error {
 	m.mu.Lock()
 	stopped := e.gone
 	m.mu.Unlock()
+	if exp := m.expiredUnder(ctx, e.id, e.containerID); exp != nil {
+		if !stopped {
+			m.drop(e)
+		}
+		return exp // its time to live ended: that, not the container's end, is the news
+	}
 	if stopped {
 		// Stop or the idle sweep removed it on purpose, and recorded why.
 		return &lostError{id: e.containerID, reason: "was stopped"}
@@ -305,6 +302,31 @@ func (m *Manager) lose(ctx context.Context, e *entry, lost *lostError) error {
 	m.retire(e.containerID)
 	m.markStopped(ctx, e.id, e.containerID, "lost: "+lost.reason)
 	return lost
+}
+
+// expiredUnder returns the loss of session id's container as an expiry
+// when its record says the time to live ended it (in this process or
+// another: the reason is recorded before the container is removed), else
+// nil.
+func (m *Manager) expiredUnder(ctx context.Context, id, containerID string) *lostError {
+	row, err := m.store.Session(context.WithoutCancel(ctx), m.ns, id)
+	if err != nil || row.ContainerID != containerID || !strings.HasPrefix(row.StopReason, stopExpired) {
+		return nil
+	}
+	return &lostError{id: containerID, reason: row.StopReason, expired: true}
+}
+
+// whyLost is err, or the expiry of session id when err is the loss of its
+// container and the time to live ended it: what a call cut by the expiry
+// says instead of "killed".
+func (m *Manager) whyLost(ctx context.Context, id, containerID string, err error) error {
+	var lost *lostError
+	if errors.As(err, &lost) && !lost.expired {
+		if exp := m.expiredUnder(ctx, id, containerID); exp != nil {
+			return exp
+		}
+	}
+	return err
 }
 
 // replay returns the recorded result of an execution id this session already
@@ -400,7 +422,7 @@ func (m *Manager) finish(ctx context.Context, e *entry, code string, started tim
 		// Kept, and recorded on the session's next call; the intent
 		// covers a crash meanwhile.
 		e.unrecorded = append(e.unrecorded, rec)
-		res.Warnings = append(res.Warnings, "the history did not record this execution yet ("+storageTrouble(err, m.cfg.ArtifactsDB)+"); it is retried on the next call")
+		res.Warnings = append(res.Warnings, "the history did not record this execution yet ("+m.storageTrouble(err, "the server's database").Error()+"); it is retried on the next call")
 		m.metrics.dbFailed("record_execution")
 		m.log.WarnContext(ctx, "record execution", "session_key", e.key, "session_id", e.id, "exec_id", res.ID, "err", err)
 	}

@@ -109,6 +109,9 @@ type helperReply struct {
 	OK        bool         `json:"ok"`
 	// Of a written file.
 	Aborted bool `json:"aborted"`
+	// Of the commit of an all-or-nothing write.
+	Committed bool          `json:"committed"`
+	Errors    []commitError `json:"errors"`
 }
 
 // fileSession returns the key's open session without taking its turn, so
@@ -590,7 +593,13 @@ func (m *Manager) WriteFiles(ctx context.Context, key string, files []FileWrite)
 // the entries of a tar stream: each file's Data is read to its end before
 // the next file is asked for. A session is started when the first file
 // that can be written comes.
-func (m *Manager) WriteFileSeq(ctx context.Context, key string, files iter.Seq[FileWrite]) (_ []WriteResult, err error) {
+func (m *Manager) WriteFileSeq(ctx context.Context, key string, files iter.Seq[FileWrite]) ([]WriteResult, error) {
+	return m.writeFileSeq(ctx, key, files, nil)
+}
+
+// writeFileSeq is WriteFileSeq; with verdict set, the call is all or
+// nothing (see WriteFileSeqAll).
+func (m *Manager) writeFileSeq(ctx context.Context, key string, files iter.Seq[FileWrite], verdict func() error) (_ []WriteResult, err error) {
 	var results []WriteResult
 	ctx, span := m.startSpan(ctx, SpanFilePrefix+"write", key)
 	defer func() {
@@ -631,7 +640,7 @@ func (m *Manager) WriteFileSeq(ctx context.Context, key string, files iter.Seq[F
 		if err != nil {
 			return err
 		}
-		if h, err = m.startHelper(ctx, e, "write", struct{}{}); err != nil {
+		if h, err = m.startHelper(ctx, e, "write", map[string]bool{"all": verdict != nil}); err != nil {
 			return err
 		}
 		// The helper's answers are read as they come, so that neither
@@ -741,7 +750,33 @@ func (m *Manager) WriteFileSeq(ctx context.Context, key string, files iter.Seq[F
 		}
 	}
 	if h == nil {
+		if verdict != nil {
+			refuseAll(results, verdict())
+		}
 		return results, nil
+	}
+	committing := false
+	if verdict != nil && werr == nil {
+		// Every file's answer first: the commit depends on them all.
+		for got < len(headed) {
+			a, ok := <-answers
+			if !ok || !take(a) {
+				break
+			}
+		}
+		why := verdict()
+		for i := range results {
+			if why == nil && results[i].Err != nil {
+				why = results[i].Err
+			}
+		}
+		switch {
+		case why != nil:
+			refuseAll(results, why) // the stream ends without a commit: nothing stays
+		case got == len(headed):
+			_, werr = h.s.Write([]byte("{\"commit\": true}\n"))
+			committing = werr == nil
+		}
 	}
 	if werr == nil {
 		werr = h.s.CloseWrite()
@@ -755,7 +790,13 @@ func (m *Manager) WriteFileSeq(ctx context.Context, key string, files iter.Seq[F
 	if werr == nil && got < len(headed) {
 		werr = errors.New("the file helper stopped answering")
 	}
+	if committing && werr == nil {
+		werr = m.committed(answers, results, fileErr)
+	}
 	if werr != nil {
+		if verdict != nil && !committing {
+			refuseAll(results, werr)
+		}
 		return callErr(fmt.Errorf("stream files to the sandbox: %w", werr))
 	}
 	return results, nil

@@ -99,7 +99,7 @@ def read_exact(inp, n):
 ABORT = 0xFFFFFFFF
 
 
-def write_one(inp, head):
+def write_one(inp, head, staged=None):
     # Each file arrives as chunks (4-byte big-endian length, then bytes),
     # ended by a zero length, or by ABORT when the host stops it (a cap, a
     # reader that failed). The bytes go to a new temporary name beside the
@@ -143,7 +143,10 @@ def write_one(inp, head):
             if error is None and not aborted:
                 if os.path.isdir(path) and not os.path.islink(path):
                     raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
-                os.rename(tmp, path)
+                if staged is not None:
+                    staged.append((tmp, path))  # put in place by commit
+                else:
+                    os.rename(tmp, path)
                 tmp = None
         except OSError as e:
             error = error or oserr(e)
@@ -155,14 +158,45 @@ def write_one(inp, head):
     return {"path": path, "size": total, "error": error, "aborted": aborted}
 
 
+def commit(staged):
+    # Puts every staged file in place, in order; what cannot be is said.
+    errors = []
+    for tmp, path in staged:
+        try:
+            if os.path.isdir(path) and not os.path.islink(path):
+                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+            os.rename(tmp, path)
+        except OSError as e:
+            errors.append({"path": path, "error": oserr(e)})
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+    return errors
+
+
 def op_write(req):
+    # With "all", the files are staged beside their targets and put in
+    # place only when the host sends {"commit": true} after the last one;
+    # a stream that ends without it leaves nothing.
     inp = os.fdopen(0, "rb", buffering=1 << 20)
+    staged = [] if req.get("all") else None
     while True:
         line = inp.readline()
         if not line:
             break
-        send(write_one(inp, json.loads(line)))
+        head = json.loads(line)
+        if staged is not None and head.get("commit"):
+            send({"committed": True, "errors": commit(staged)})
+            staged = []
+        else:
+            send(write_one(inp, head, staged))
         OUT.flush()
+    for tmp, _ in staged or []:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
     send({"done": True})
 
 

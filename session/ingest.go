@@ -235,13 +235,13 @@ func (m *Manager) ingest(ctx context.Context, e *entry, res *Result, files []ker
 	go func() { committed <- batch.Commit(ctx) }()
 	added, err := m.art.index.AddAllAfter(ctx, rows, committed)
 	if err != nil {
-		reason, path := "index: ", m.cfg.ArtifactsDB
+		reason, what := "index: ", "the server's database"
 		if errors.Is(err, artifacts.ErrNotDurable) {
-			reason, path = "store: ", m.cfg.BlobstoreDir
+			reason, what = "store: ", "the server's artifact store"
 		}
 		m.log.Warn("store artifacts", "session_id", e.id, "err", err)
 		for _, p := range stored {
-			skip(p.name, reason+storageTrouble(err, path))
+			skip(p.name, reason+m.storageTrouble(err, what).Error())
 		}
 	}
 	// What could not be stored for want of room or a free database is
@@ -324,7 +324,7 @@ func (m *Manager) readArtifacts(ctx context.Context, e *entry, batch *artifacts.
 			skip(name, fmt.Sprintf("grew past %d MiB while being read (ARTIFACT_MAX_FILE_MB)", m.cfg.ArtifactMaxFileMB))
 		case err != nil:
 			m.log.Warn("ingest artifact", "session_id", e.id, "name", name, "err", err)
-			skip(name, "store: "+storageTrouble(err, m.cfg.BlobstoreDir))
+			skip(name, "store: "+m.storageTrouble(err, "the server's artifact store").Error())
 		default:
 			f := storedFile{name, sha, artifacts.DetectMIME(name, head.Bytes()), size}
 			mu.Lock()

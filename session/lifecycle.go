@@ -124,7 +124,7 @@ func (m *Manager) Pause(ctx context.Context, key string) (err error) {
 		err = freeze(ctx, p, c.ID)
 	}
 	if err != nil {
-		if now, ierr := m.drv.Inspect(ctx, c.ID); ierr == nil && now.Paused {
+		if err = m.raced(ctx, c, true, err); err == nil {
 			return nil // another process paused it meanwhile
 		}
 		if cerr := m.store.SetPaused(context.WithoutCancel(ctx), m.ns, id, time.Time{}); cerr != nil && !errors.Is(cerr, store.ErrNotFound) {
@@ -197,7 +197,7 @@ func (m *Manager) Resume(ctx context.Context, key string) (err error) {
 	id := ID(key)
 	if c.Paused {
 		if err := p.Unpause(ctx, c.ID); err != nil {
-			if now, ierr := m.drv.Inspect(ctx, c.ID); ierr != nil || now.Paused {
+			if err = m.raced(ctx, c, false, err); err != nil {
 				return &Error{Op: "resume", Key: key, ContainerID: c.ID, Err: err}
 			}
 			// Another process resumed it meanwhile.
@@ -217,6 +217,38 @@ func (m *Manager) Resume(ctx context.Context, key string) (err error) {
 	m.mu.Unlock()
 	return nil
 }
+
+// raced says why the engine refused to pause (paused true) or resume
+// container c, by looking at it again: another client did it already
+// (nil), it was removed meanwhile (ErrNotFound), it stopped (a *lostError,
+// ErrSessionLost); else err, the engine's own answer. The engine's error
+// text ("already paused", "No such container") is never what decides.
+func (m *Manager) raced(ctx context.Context, c Container, paused bool, err error) error {
+	ctx = context.WithoutCancel(ctx)
+	// A container being killed (a Stop racing) refuses at once ("not
+	// running") while the engine still shows it running for a moment:
+	// look a few times before calling the refusal the engine's own.
+	for look := 0; ; look++ {
+		now, ierr := m.drv.Inspect(ctx, c.ID)
+		switch {
+		case errors.Is(ierr, ErrContainerNotFound):
+			return fmt.Errorf("%w: its container %s was removed meanwhile", ErrNotFound, shortID(c.ID))
+		case ierr != nil:
+			return errors.Join(err, ierr)
+		case !now.Running:
+			return &lostError{id: c.ID, reason: deathReason(now, m.image.ID)}
+		case now.Paused == paused:
+			return nil
+		case look == racedLooks:
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// racedLooks is how often raced looks again at a container that refused
+// a pause or resume and still runs (100 ms apart).
+const racedLooks = 10
 
 // lifecycleTarget returns the driver's pauser and the running (or paused)
 // container of key's session.

@@ -126,13 +126,41 @@ func (m *Manager) Inspect(ctx context.Context, key string) (*kernel.State, error
 	return st, nil
 }
 
+// ListOption changes what List reads.
+type ListOption struct{ apply func(*listOptions) }
+
+type listOptions struct {
+	noMemory bool
+	keep     func(key string) bool
+}
+
+// ListWithoutMemoryUse leaves Info.MemoryBytes 0 instead of asking the
+// engine once per session.
+func ListWithoutMemoryUse() ListOption {
+	return ListOption{func(o *listOptions) { o.noMemory = true }}
+}
+
+// ListKeys keeps only the sessions whose key keep accepts (a session no
+// record names has the key ""). They are dropped before anything is read
+// per session, so what a list costs depends only on the sessions kept: a
+// server lists one tenant's without touching, or timing, another's.
+func ListKeys(keep func(key string) bool) ListOption {
+	return ListOption{func(o *listOptions) { o.keep = keep }}
+}
+
 // List describes the sessions of the Manager's namespace, whichever process
 // started them, newest use first.
-func (m *Manager) List(ctx context.Context) ([]Info, error) {
+func (m *Manager) List(ctx context.Context, opts ...ListOption) ([]Info, error) {
 	if err := m.begin(); err != nil {
 		return nil, err
 	}
 	defer m.calls.Done()
+	var o listOptions
+	for _, opt := range opts {
+		if opt.apply != nil {
+			opt.apply(&o)
+		}
+	}
 	// Filtered by name, not role: a warm container handed to a key takes
 	// the key's name but no role or key label (labels are fixed at
 	// creation); its key comes from the database.
@@ -158,6 +186,9 @@ func (m *Manager) List(ctx context.Context) ([]Info, error) {
 		if r, ok := byID[id]; ok && r.ContainerID == c.ID {
 			in.Key, in.Created, in.LastUsed, in.ExecutionCount = r.Key, r.Created, r.LastUsed, r.ExecutionCount
 		}
+		if o.keep != nil && !o.keep(in.Key) {
+			continue
+		}
 		m.mu.Lock()
 		if e := m.sessions[id]; e != nil && e.lastUsed.After(in.LastUsed) {
 			in.LastUsed = e.lastUsed
@@ -165,7 +196,7 @@ func (m *Manager) List(ctx context.Context) ([]Info, error) {
 		m.mu.Unlock()
 		out = append(out, in)
 	}
-	if mr, ok := m.drv.(memoryReader); ok {
+	if mr, ok := m.drv.(memoryReader); ok && !o.noMemory {
 		var wg sync.WaitGroup
 		sem := make(chan struct{}, 8)
 		for i := range out {

@@ -177,12 +177,33 @@ var (
 // HOME (user site-packages), shells read BASH_ENV, ENV and IFS, glibc the
 // rest; a BIND /session holds files the sandbox wrote, which such a
 // variable could point a root process at. AGENTBOX_* are the init's own
-// settings.
+// settings. OpenSSL reads OPENSSL_* (a config that loads modules and
+// engines) and SSL_CERT_* (the trusted certificates); ncurses TERMINFO*;
+// Python's tempfile, like most code, TMPDIR, TEMP and TMP, where a root
+// process would then write. Locale and time zone names are taken, but not
+// as paths (see pathEnv).
 var (
-	reservedEnvPrefixes = []string{"AGENTBOX_", "LD_", "PYTHON", "GCONV_", "GLIBC_", "MALLOC_"}
-	reservedEnv         = []string{"PATH", "HOME", "BASH_ENV", "ENV", "IFS", "SHELLOPTS", "BASHOPTS", "PS4",
-		"LOCPATH", "NLSPATH", "HOSTALIASES", "RES_OPTIONS", "LOCALDOMAIN", "TZDIR", "MPLCONFIGDIR"}
+	reservedEnvPrefixes = []string{"AGENTBOX_", "LD_", "PYTHON", "GCONV_", "GLIBC_", "MALLOC_",
+		"OPENSSL_", "SSL_CERT_", "TERMINFO"}
+	reservedEnv = []string{"PATH", "HOME", "BASH_ENV", "ENV", "IFS", "SHELLOPTS", "BASHOPTS", "PS4",
+		"LOCPATH", "NLSPATH", "HOSTALIASES", "RES_OPTIONS", "LOCALDOMAIN", "TZDIR", "MPLCONFIGDIR",
+		"TMPDIR", "TMP", "TEMP", "TEMPDIR"}
 )
+
+// pathEnv reports whether the value of name would make glibc load a file
+// of the caller's choosing in a root process: a locale name (LANG,
+// LANGUAGE, LC_*) holding a slash is a path to a locale, and a time zone
+// (TZ) starting with ':' or '/', or climbing with "..", a path to a zone
+// file. Plain names (C.UTF-8, Europe/Paris) are not.
+func pathEnv(name, value string) bool {
+	switch up := strings.ToUpper(name); {
+	case up == "TZ":
+		return strings.HasPrefix(value, ":") || strings.HasPrefix(value, "/") || strings.Contains(value, "..")
+	case up == "LANG", up == "LANGUAGE", strings.HasPrefix(up, "LC_"):
+		return strings.Contains(value, "/")
+	}
+	return false
+}
 
 // resolve checks opts against the configuration and returns what a new
 // session is made with.
@@ -272,6 +293,8 @@ func (m *Manager) checkEnv(vars map[string]string) ([]string, error) {
 			return nil, bad("want letters, digits and underscores, not starting with a digit, at most 128")
 		case reservedEnvName(name):
 			return nil, bad("reserved: the container's root processes (its init, the kernel bridge) read it at startup")
+		case pathEnv(name, v):
+			return nil, bad("its value is a path: the container's root processes would load a locale or time zone file from it; give a name such as C.UTF-8 or Europe/Paris")
 		case slices.Contains(m.cfg.EnvPassthrough, name):
 			return nil, bad("set by the operator for every session (SANDBOX_ENV_PASSTHROUGH)")
 		case strings.IndexByte(v, 0) >= 0:

@@ -181,7 +181,7 @@ func (m *Manager) StartCommand(ctx context.Context, key string, cmd Command) (_ 
 		})
 		if err != nil {
 			b.mu.Lock()
-			b.err = &Error{Op: "background command " + b.id, Key: key, ContainerID: containerID, Err: err}
+			b.err = &Error{Op: "background command " + b.id, Key: key, ContainerID: containerID, Err: m.whyLost(bctx, e.id, containerID, err)}
 			b.mu.Unlock()
 		}
 	}()

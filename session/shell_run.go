@@ -82,7 +82,7 @@ func (m *Manager) Run(ctx context.Context, key string, cmd Command) (res *Comman
 		m.recordCommand(ctx, e, count, res)
 	})
 	if err != nil {
-		return nil, &Error{Op: "run", Key: key, ContainerID: containerID, Err: err}
+		return nil, &Error{Op: "run", Key: key, ContainerID: containerID, Err: m.whyLost(ctx, e.id, containerID, err)}
 	}
 	return res, nil
 }

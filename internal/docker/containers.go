@@ -132,6 +132,20 @@ func (c *Client) RemoveContainer(ctx context.Context, id string) error {
 	inProgress := strings.Contains(err.Error(), "already in progress") ||
 		(ierr == nil && inspect.State != nil && inspect.State.Status == "removing")
 	if !inProgress {
+		// A container frozen while the engine killed it (a pause racing
+		// the removal) never sees the signal ("did not receive an exit
+		// event"): thaw it and remove it again.
+		for range 3 {
+			if ierr != nil || inspect.State == nil || !(inspect.State.Paused || inspect.State.Running) {
+				break
+			}
+			_ = c.api.ContainerUnpause(ctx, id) // refused when not paused: no matter
+			err = c.api.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+			if err == nil || errors.Is(c.classify(err), ErrNotFound) {
+				return nil
+			}
+			inspect, ierr = c.api.ContainerInspect(ctx, id)
+		}
 		return fmt.Errorf("remove container %s: %w", short(id), c.classify(err))
 	}
 	wctx, cancel := context.WithTimeout(ctx, removeWait)

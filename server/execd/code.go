@@ -178,6 +178,9 @@ func (h *Handler) runCode(c *call) error {
 	switch {
 	case err != nil:
 		e := fromErr(err)
+		if e.Status >= 500 {
+			h.log.Error("execd code execution failed", "sandbox", c.id, "status", e.Status, "err", err)
+		}
 		s.send(event{Type: evError, Error: &eventError{Name: e.Code, Value: e.Message, Traceback: []string{}}})
 	default:
 		if res.StateLost || res.KernelRestarted {

@@ -82,9 +82,15 @@ func (h *Handler) runCommand(c *call) error {
 	errs.flush()
 	switch {
 	case err != nil:
-		// The stream began: the failure goes out as its error event.
-		rec.finish(-1, err.Error())
-		s.send(event{Type: evError, Error: &eventError{Name: "CommandExecError", Value: err.Error(), Traceback: []string{err.Error()}}})
+		// The stream began: the failure goes out as its error event,
+		// the server's own failures without their causes (logged).
+		msg := err.Error()
+		if e := fromErr(err); e.Status >= 500 {
+			h.log.Error("execd command failed", "sandbox", c.id, "status", e.Status, "err", err)
+			msg = e.Message
+		}
+		rec.finish(-1, msg)
+		s.send(event{Type: evError, Error: &eventError{Name: "CommandExecError", Value: msg, Traceback: []string{msg}}})
 	case res.ExitCode != 0:
 		why := commandWhy(res)
 		rec.finish(res.ExitCode, why)

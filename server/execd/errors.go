@@ -65,8 +65,9 @@ func writeError(w http.ResponseWriter, e *apiError) {
 }
 
 // fromErr classifies an error of the Manager (or of reading the request)
-// into a status and code. Messages are the error's own text: they name
-// the sandbox path and the session key, never a token.
+// into a status and code. Messages are the error's own text (they name
+// the sandbox path and the session key, never a token), except for the
+// server's own failures, whose causes only the log has.
 func fromErr(err error) *apiError {
 	var ae *apiError
 	var mbe *http.MaxBytesError
@@ -101,13 +102,19 @@ func fromErr(err error) *apiError {
 		return errorf(http.StatusInsufficientStorage, codeNoSpace, "%v", err)
 	case errors.Is(err, session.ErrPaused):
 		return errorf(http.StatusConflict, codeSandboxPaused, "sandbox is paused: resume it first")
-	case errors.Is(err, session.ErrNotFound), errors.Is(err, session.ErrSessionLost), errors.Is(err, session.ErrExpired):
+	case errors.Is(err, session.ErrExpired):
+		return errorf(http.StatusNotFound, codeSandboxNotFound, "sandbox expired: %v", err)
+	case errors.Is(err, session.ErrNotFound), errors.Is(err, session.ErrSessionLost):
 		return errorf(http.StatusNotFound, codeSandboxNotFound, "sandbox not found: %v", err)
 	case errors.Is(err, session.ErrUnknownCommand):
 		return errorf(http.StatusNotFound, codeCommandNotFound, "%v", err)
 	case errors.Is(err, session.ErrUnavailable), errors.Is(err, session.ErrClosed):
-		return errorf(http.StatusServiceUnavailable, codeUnavailable, "%v", err)
+		return errorf(http.StatusServiceUnavailable, codeUnavailable, "the sandbox engine is unavailable (or the server is shutting down); try again later")
+	case errors.Is(err, session.ErrStorageFull):
+		return errorf(http.StatusInsufficientStorage, codeNoSpace, "the server's disk is full: the operator must make room; try again later")
 	default:
-		return errorf(http.StatusInternalServerError, codeRuntime, "%v", err)
+		// The cause may name the server's own files (ARTIFACTS_DB and
+		// the like): it goes to the log, not to the tenant.
+		return errorf(http.StatusInternalServerError, codeRuntime, "internal error in the sandbox server; the server log has the cause")
 	}
 }

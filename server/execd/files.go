@@ -117,7 +117,8 @@ const maxMetadata = 64 << 10
 
 // upload writes the files of a multipart request: each a "metadata" part
 // (JSON: path, mode) followed by its "file" part. The parts stream into
-// the sandbox one by one; nothing is held whole in memory.
+// the sandbox one by one; nothing is held whole in memory. They are put
+// in place together once the request is read and accepted, or not at all.
 func (h *Handler) upload(c *call) error {
 	if h.opts.MaxUploadBytes > 0 {
 		c.r.Body = http.MaxBytesReader(c.w, c.r.Body, h.opts.MaxUploadBytes)
@@ -188,17 +189,33 @@ func (h *Handler) upload(c *call) error {
 			bad = errorf(http.StatusBadRequest, codeInvalidMetadata, "metadata for %q has no file part after it", meta.Path)
 		}
 	}
-	res, err := h.m.WriteFileSeq(c.r.Context(), c.key, seq)
+	// All or nothing: a request refused (a file over a cap, a bad path, a
+	// malformed part after some files) leaves none of its files written.
+	res, err := h.m.WriteFileSeqAll(c.r.Context(), c.key, seq, func() error {
+		if bad != nil {
+			return bad
+		}
+		return nil
+	})
 	if bad != nil {
 		return bad
 	}
 	if err != nil {
 		return err
 	}
+	// The refused file's own error says why, not the others' "not
+	// written".
+	var first error
 	for _, r := range res {
-		if r.Err != nil {
+		if r.Err != nil && !errors.Is(r.Err, session.ErrNotWritten) {
 			return r.Err
 		}
+		if r.Err != nil && first == nil {
+			first = r.Err
+		}
+	}
+	if first != nil {
+		return first
 	}
 	if files == 0 {
 		return errorf(http.StatusBadRequest, codeInvalidFile, "no file in the request")

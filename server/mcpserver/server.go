@@ -217,11 +217,30 @@ func systemMessage(ctx context.Context, err error) string {
 	case errors.Is(err, session.ErrNoSpace):
 		hint = " Storage is full: free space in /session (delete files) or ask the operator for room."
 	case errors.Is(err, session.ErrUnavailable):
-		hint = " The sandbox engine is unreachable; try again later."
+		return "agentbox failed: the sandbox engine is unreachable; try again later."
 	case errors.Is(err, session.ErrClosed):
 		hint = " The server is shutting down."
+	case errors.Is(err, session.ErrStorageFull):
+		return "agentbox failed: the server's disk is full; the operator must make room. Try again later."
+	case !known(err):
+		// The cause may name the server's own files: it is logged.
+		return "agentbox failed: internal error; the server's log has the cause."
 	}
 	return "agentbox failed: " + err.Error() + "." + hint
+}
+
+// known reports whether err is one of the Manager's classified failures,
+// whose text says what a caller needs (and no host path).
+func known(err error) bool {
+	for _, s := range []error{session.ErrNotFound, session.ErrInvalidKey, session.ErrSessionLost,
+		session.ErrExpired, session.ErrBusy, session.ErrOutcomeUnknown, session.ErrUnknownExecution,
+		session.ErrInvalidOption, session.ErrAboveMaximum, session.ErrImageNotAllowed,
+		session.ErrNoDatasetSource, errUnknownCaller} {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // errUnknownCaller is the answer to a call whose transport authenticated

@@ -56,6 +56,8 @@ func classify(err error) (int, string) {
 		return http.StatusServiceUnavailable, "unavailable"
 	case errors.Is(err, context.DeadlineExceeded):
 		return http.StatusGatewayTimeout, "timeout"
+	case errors.Is(err, session.ErrStorageFull):
+		return http.StatusInsufficientStorage, "storage_full"
 	}
 	return http.StatusInternalServerError, "internal"
 }
@@ -64,6 +66,18 @@ func classify(err error) (int, string) {
 // message names the caller's session, not the tenant's key.
 func failure(c call, err error) (int, apiError) {
 	status, code := classify(err)
+	// The server's own failures may name its files (ARTIFACTS_DB, the
+	// engine's socket): their causes go to the log, not to the tenant.
+	switch code {
+	case "storage_full":
+		return status, apiError{Code: code, Message: "the server's disk is full: the operator must make room; try again later"}
+	case "unavailable":
+		if !errors.Is(err, session.ErrImageMissing) && !errors.Is(err, session.ErrImageStale) {
+			return status, apiError{Code: code, Message: "the sandbox engine is unavailable (or the server is shutting down); try again later"}
+		}
+	case "internal":
+		return status, apiError{Code: code, Message: "internal error; the server log has the cause"}
+	}
 	msg := err.Error()
 	if c.key != "" {
 		msg = strings.ReplaceAll(msg, fmt.Sprintf("%q", c.key), fmt.Sprintf("%q", c.name))

@@ -179,6 +179,7 @@ const (
 	codeConflict         = "SANDBOX::STATE_CONFLICT"
 	codeUnavailable      = "SANDBOX::UNAVAILABLE"
 	codeNoSpace          = "SANDBOX::INSUFFICIENT_STORAGE"
+	codeStorageFull      = "SANDBOX::STORAGE_FULL"
 	codeInternal         = "SANDBOX::UNKNOWN_ERROR"
 	codeQuota            = "SANDBOX::QUOTA_EXCEEDED" // agentbox's: a tenant quota (TENANT_MAX_*)
 )
@@ -212,8 +213,11 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, id string, err er
 	switch {
 	case errors.As(err, &qe):
 		writeError(w, http.StatusTooManyRequests, codeQuota, qe.Error())
-	case errors.Is(err, session.ErrNotFound), errors.Is(err, session.ErrInvalidKey):
+	case errors.Is(err, session.ErrNotFound), errors.Is(err, session.ErrInvalidKey), errors.Is(err, session.ErrContainerNotFound):
 		writeError(w, http.StatusNotFound, codeSandboxNotFound, "sandbox "+id+" not found")
+	case errors.Is(err, session.ErrSessionLost):
+		// Deleted by another call, or stopped at the engine, meanwhile.
+		writeError(w, http.StatusConflict, codeConflict, "sandbox "+id+" is no longer running (being deleted, or its container stopped outside agentbox); delete it and create another")
 	case errors.Is(err, session.ErrAboveMaximum):
 		writeError(w, http.StatusBadRequest, codeAboveMaximum, optionMessage(err))
 	case errors.Is(err, session.ErrImageNotAllowed):
@@ -231,6 +235,9 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, id string, err er
 	case errors.Is(err, session.ErrUnavailable), errors.Is(err, session.ErrClosed):
 		h.log.Error("sandbox engine unavailable", "request_id", w.Header().Get(RequestIDHeader), "sandbox_id", id, "err", err)
 		writeError(w, http.StatusServiceUnavailable, codeUnavailable, "the sandbox engine is unavailable; try again later")
+	case errors.Is(err, session.ErrStorageFull):
+		h.log.Error("server storage full", "request_id", w.Header().Get(RequestIDHeader), "sandbox_id", id, "err", err)
+		writeError(w, http.StatusInsufficientStorage, codeStorageFull, "the server's disk is full: the operator must make room; try again later")
 	case r.Context().Err() != nil:
 		// The client went away; nobody reads the answer.
 		writeError(w, 499, codeInternal, "request canceled")
