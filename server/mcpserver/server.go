@@ -235,7 +235,7 @@ func known(err error) bool {
 	for _, s := range []error{session.ErrNotFound, session.ErrInvalidKey, session.ErrSessionLost,
 		session.ErrExpired, session.ErrBusy, session.ErrOutcomeUnknown, session.ErrUnknownExecution,
 		session.ErrInvalidOption, session.ErrAboveMaximum, session.ErrImageNotAllowed,
-		session.ErrNoDatasetSource, errUnknownCaller} {
+		session.ErrNoDatasetSource, session.ErrQuota, errUnknownCaller} {
 		if errors.Is(err, s) {
 			return true
 		}
