@@ -99,10 +99,7 @@ func (l *perClient) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		addr := c.RemoteAddr().String()
-		if host, _, err := net.SplitHostPort(addr); err == nil {
-			addr = host
-		}
+		addr := clientOf(c.RemoteAddr())
 		l.mu.Lock()
 		if l.n[addr] >= l.max {
 			l.mu.Unlock()
@@ -119,6 +116,21 @@ func (l *perClient) Accept() (net.Conn, error) {
 			l.mu.Unlock()
 		})}, nil
 	}
+}
+
+// clientOf is the client a remote address counts for: an IPv4 address, or
+// an IPv6 address's /64 (the least an IPv6 client is given: it can connect
+// from any address in it, one connection each).
+func clientOf(a net.Addr) string {
+	addr := a.String()
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		addr = host
+	}
+	ip := net.ParseIP(addr)
+	if ip == nil || ip.To4() != nil {
+		return addr
+	}
+	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
 }
 
 // refuse answers a connection over the cap with a 429 and closes it,
