@@ -160,3 +160,22 @@ func (c *countedConn) Close() error {
 	c.release()
 	return c.Conn.Close()
 }
+
+// ReadFrom lets net/http copy a file into the connection with sendfile
+// (artifact downloads, files), as it does on the bare TCP connection.
+func (c *countedConn) ReadFrom(r io.Reader) (int64, error) {
+	if rf, ok := c.Conn.(io.ReaderFrom); ok {
+		return rf.ReadFrom(r)
+	}
+	return io.Copy(struct{ io.Writer }{c.Conn}, r)
+}
+
+// CloseWrite lets net/http half-close a connection it is about to close
+// after an answer (a refusal whose body it did not read), so that the
+// answer reaches the client before the reset.
+func (c *countedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}

@@ -75,3 +75,32 @@ func TestConnectionCapCountsAnIPv6Client(t *testing.T) {
 	}
 	t.Fatalf("three connections from one IPv6 /64 with a cap of 2: all accepted")
 }
+
+// TestCountedConnKeepsTCPFastPaths: the cap's wrapper hides nothing
+// net/http uses of a TCP connection: ReadFrom (sendfile, for artifact
+// downloads and files) and CloseWrite (the half-close before closing a
+// refused connection, so that its answer is not lost to a reset).
+func TestCountedConnKeepsTCPFastPaths(t *testing.T) {
+	tcp, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := limitPerClient(tcp, 4)
+	defer ln.Close()
+	client, err := net.Dial("tcp", tcp.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	c, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, ok := c.(io.ReaderFrom); !ok {
+		t.Errorf("%T is no io.ReaderFrom: responses copied from files lose sendfile", c)
+	}
+	if _, ok := c.(interface{ CloseWrite() error }); !ok {
+		t.Errorf("%T has no CloseWrite: net/http cannot half-close before closing a refused connection", c)
+	}
+}
