@@ -117,6 +117,28 @@ func (m *Manager) blobRoom() int64 {
 	return max(int64(st.Bavail)*st.Bsize-int64(m.cfg.DiskReserveMB)<<20, 0)
 }
 
+// takeBlobRoom takes size bytes of room, the room above the reserve the
+// blobstore had when read, unless ingestions running meanwhile took it:
+// what they write is not all in the free space yet. It reports whether it
+// took them; the taker gives them back (giveBlobRoom) once its blobs are
+// written or abandoned.
+func (m *Manager) takeBlobRoom(room, size int64) bool {
+	m.blobMu.Lock()
+	defer m.blobMu.Unlock()
+	if m.blobPending+size > room {
+		return false
+	}
+	m.blobPending += size
+	return true
+}
+
+// giveBlobRoom gives back what takeBlobRoom took.
+func (m *Manager) giveBlobRoom(size int64) {
+	m.blobMu.Lock()
+	m.blobPending -= size
+	m.blobMu.Unlock()
+}
+
 // statfsNearest is the statfs of p, or of its nearest existing parent
 // (a folder made only when first written is on that one's file system).
 func statfsNearest(p string) (syscall.Statfs_t, error) {

@@ -120,7 +120,7 @@ func (m *Manager) Exec(ctx context.Context, key, code string, opts ...ExecOption
 				// The tenant hears what is full, not where it is.
 				return nil, &Error{Op: "exec", Key: key, ContainerID: e.containerID, Err: fmt.Errorf("%w on the disk of the database (ARTIFACTS_DB): record that execution %s starts (it did not run): %w", ErrNoSpace, o.id, err)}
 			}
-			return nil, &Error{Op: "exec", Key: key, ContainerID: e.containerID, Err: fmt.Errorf("record that execution %s starts (it did not run): %s: %w", o.id, storageTrouble(err, m.cfg.ArtifactsDB), err)}
+			return nil, &Error{Op: "exec", Key: key, ContainerID: e.containerID, Err: fmt.Errorf("record that execution %s starts (it did not run): %s: %w", o.id, storageTrouble(err, "ARTIFACTS_DB", m.cfg.ArtifactsDB), err)}
 		}
 		res, err := m.execute(ctx, e, code, o)
 		release()
@@ -144,11 +144,17 @@ func (m *Manager) recordPending(ctx context.Context, e *entry) {
 
 // storageTrouble describes a failure to store: a full disk is named as such,
 // with the path.
-func storageTrouble(err error, path string) string {
-	if diskFull(err) {
-		return "disk full at " + path + ": " + err.Error()
+func storageTrouble(err error, setting, path string) string {
+	// What the storage said names its files by their host paths: the
+	// caller may be a tenant, who hears the setting's name instead.
+	msg := err.Error()
+	if path != "" {
+		msg = strings.ReplaceAll(msg, path, setting)
 	}
-	return err.Error()
+	if diskFull(err) {
+		return "disk full (" + setting + "): " + msg
+	}
+	return msg
 }
 
 // diskFull reports whether err is a full disk: ENOSPC, or SQLite's
@@ -370,7 +376,7 @@ func (m *Manager) finish(ctx context.Context, e *entry, code string, started tim
 		// Kept, and recorded on the session's next call; the intent
 		// covers a crash meanwhile.
 		e.unrecorded = append(e.unrecorded, rec)
-		res.Warnings = append(res.Warnings, "the history did not record this execution yet ("+storageTrouble(err, m.cfg.ArtifactsDB)+"); it is retried on the next call")
+		res.Warnings = append(res.Warnings, "the history did not record this execution yet ("+storageTrouble(err, "ARTIFACTS_DB", m.cfg.ArtifactsDB)+"); it is retried on the next call")
 		m.metrics.dbFailed("record_execution")
 		m.log.WarnContext(ctx, "record execution", "session_key", e.key, "session_id", e.id, "exec_id", res.ID, "err", err)
 	}

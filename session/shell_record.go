@@ -32,7 +32,7 @@ func (m *Manager) recordCommand(ctx context.Context, e *entry, count int, res *C
 		TraceID:        traceID,
 	}
 	if err := m.store.RecordCommand(ctx, rec); err != nil {
-		res.Warnings = append(res.Warnings, "the history did not record this command ("+storageTrouble(err, m.cfg.ArtifactsDB)+")")
+		res.Warnings = append(res.Warnings, "the history did not record this command ("+storageTrouble(err, "ARTIFACTS_DB", m.cfg.ArtifactsDB)+")")
 		m.metrics.dbFailed("record_command")
 		m.log.WarnContext(ctx, "record command", "session_key", e.key, "session_id", e.id, "exec_id", res.ID, "err", err)
 	}
