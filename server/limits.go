@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -75,12 +76,20 @@ func (w closingWriter) Flush() {
 // Unwrap lets http.ResponseController reach the connection.
 func (w closingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
+// maxRefusing bounds the connections over the cap being answered 429 at
+// once: each holds its descriptor for up to three seconds, so a client
+// that opens connections faster would otherwise take the descriptors the
+// cap keeps for the others. Past it, a connection is closed unanswered.
+const maxRefusing = 64
+
 // perClient caps the connections one client address holds at once
 // (SERVE_MAX_CONNS_PER_CLIENT): past the cap a connection is answered 429
 // and closed, so one client cannot take every descriptor of the server.
 type perClient struct {
 	net.Listener
 	max int
+	// refusing counts the refusals under way (see maxRefusing).
+	refusing atomic.Int32
 
 	mu sync.Mutex
 	n  map[string]int
@@ -103,7 +112,15 @@ func (l *perClient) Accept() (net.Conn, error) {
 		l.mu.Lock()
 		if l.n[addr] >= l.max {
 			l.mu.Unlock()
-			go l.refuse(c)
+			if l.refusing.Add(1) > maxRefusing {
+				l.refusing.Add(-1)
+				c.Close()
+				continue
+			}
+			go func() {
+				defer l.refusing.Add(-1)
+				l.refuse(c)
+			}()
 			continue
 		}
 		l.n[addr]++

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"testing"
 	"time"
 )
@@ -102,5 +103,51 @@ func TestCountedConnKeepsTCPFastPaths(t *testing.T) {
 	}
 	if _, ok := c.(interface{ CloseWrite() error }); !ok {
 		t.Errorf("%T has no CloseWrite: net/http cannot half-close before closing a refused connection", c)
+	}
+}
+
+// TestRefusalsOverTheCapAreBounded: a connection over the cap is answered
+// 429 within a few seconds, holding its descriptor meanwhile; a client
+// that opens connections faster than that must not make the server hold
+// one descriptor per connection it opened in the last seconds (beating
+// the cap with its own refusals): past a bound, the excess is closed at
+// once.
+func TestRefusalsOverTheCapAreBounded(t *testing.T) {
+	feed := make(chan net.Conn, 256)
+	ln := limitPerClient(feedListener{conns: feed}, 1)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	defer close(feed)
+	remote := &net.TCPAddr{IP: net.ParseIP("192.0.2.7"), Port: 1}
+	var clients []net.Conn
+	for range 201 {
+		a, b := net.Pipe()
+		clients = append(clients, a)
+		feed <- fakeConn{Conn: b, remote: remote}
+	}
+	defer func() {
+		for _, c := range clients {
+			c.Close()
+		}
+	}()
+	// The clients send nothing: a refusal waits for their request.
+	time.Sleep(300 * time.Millisecond)
+	closed := 0
+	for _, c := range clients[1:] {
+		_ = c.SetReadDeadline(time.Now().Add(time.Millisecond))
+		var b [1]byte
+		if _, err := c.Read(b[:]); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+			closed++
+		}
+	}
+	if held := 200 - closed; held > maxRefusing {
+		t.Fatalf("200 connections over the cap of one client: %d still held after 300 ms, want at most %d", held, maxRefusing)
 	}
 }
