@@ -270,7 +270,13 @@ func (m *Manager) moveLegacy(ctx context.Context, name, target string, fresh boo
 		}
 		return fmt.Errorf("session disk %s: move the workspace's files onto its disk: %w", name, err)
 	}
-	if out, err := exec.CommandContext(ctx, "cp", "-a", "--", ws+"/.", target).CombinedOutput(); err != nil {
+	// --remove-destination: the disk may have files already (the key ran
+	// on it, then on the bare folder under another program or with
+	// SESSION_DISK_MB=0), and a link the sandbox left there in the place
+	// of a file being copied would have cp write through it, as root,
+	// anywhere on the host. Removed first, the file is made anew (O_EXCL);
+	// a directory where a link is stays refused.
+	if out, err := exec.CommandContext(ctx, "cp", "-a", "--remove-destination", "--", ws+"/.", target).CombinedOutput(); err != nil {
 		err = fail(fmt.Errorf("%w (%s); SESSION_DISK_MB=%d MiB may be too small for them", err, m.toolSaid(out), m.cfg.SessionDiskMB))
 		if fresh {
 			os.Remove(filepath.Join(dir, DiskImage))
