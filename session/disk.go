@@ -443,6 +443,11 @@ func (m *Manager) releasePoolDisk(ctx context.Context, name, container string) {
 // mountsUnder returns the mount points under root, relative to it, from
 // this process's mount table.
 func mountsUnder(root string) []string {
+	// The table names real paths: a root reached through a link is
+	// looked for where it leads.
+	if real, err := filepath.EvalSymlinks(root); err == nil {
+		root = real
+	}
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
 		return nil
