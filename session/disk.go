@@ -95,6 +95,12 @@ func (m *Manager) checkReserve(need int64) error {
 		return fmt.Errorf("session disk: free space of SESSIONS_ROOT: %w", err)
 	}
 	free := int64(st.Bavail) * st.Bsize
+	// What ingestions and exports took of the room and are writing now
+	// is not all in the free space yet: counted as gone (on another file
+	// system, only while they write).
+	m.blobMu.Lock()
+	free -= m.blobPending
+	m.blobMu.Unlock()
 	reserve := int64(m.cfg.DiskReserveMB) << 20
 	if free-need < reserve {
 		return fmt.Errorf("%w on the host's disk for a new session: %d MiB free, a session takes SESSION_DISK_MB=%d MiB and DISK_RESERVE_MB=%d MiB must stay free for the database and the other sessions",
