@@ -73,6 +73,16 @@ func (w closingWriter) Flush() {
 	}
 }
 
+// ReadFrom keeps net/http's sendfile for what a handler copies from a
+// file (artifact downloads, files): without it, io.Copy sees no
+// io.ReaderFrom through this writer and the tracing one above it.
+func (w closingWriter) ReadFrom(r io.Reader) (int64, error) {
+	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok {
+		return rf.ReadFrom(r)
+	}
+	return io.Copy(struct{ io.Writer }{w.ResponseWriter}, r)
+}
+
 // Unwrap lets http.ResponseController reach the connection.
 func (w closingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
