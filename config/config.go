@@ -306,8 +306,8 @@ type Config struct {
 	// server through DNS rebinding. SERVE_ALLOWED_HOSTS, comma-separated,
 	// default none.
 	ServeAllowedHosts []string
-	// ServeMaxConnsPerClient caps the connections one client address may
-	// hold open at once; the next is answered 429 and closed. 0 means no
+	// ServeMaxConnsPerClient caps the connections one client address (an
+	// IPv6 client's /64) may hold open at once; the next is answered 429 and closed. 0 means no
 	// cap. SERVE_MAX_CONNS_PER_CLIENT, default 256.
 	ServeMaxConnsPerClient int
 	// ServeMetricsKey is the bearer token GET /metrics needs on a server

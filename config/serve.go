@@ -97,7 +97,7 @@ func serveSpecs() []spec {
 				return ""
 			},
 		},
-		intSpec("SERVE_MAX_CONNS_PER_CLIENT", "connections one client address may hold open at once; 0 means no cap", 256, 0, math.MaxInt,
+		intSpec("SERVE_MAX_CONNS_PER_CLIENT", "connections one client address (an IPv6 client's /64) may hold open at once; 0 means no cap", 256, 0, math.MaxInt,
 			func(c *Config) *int { return &c.ServeMaxConnsPerClient }),
 		{
 			name: "SERVE_METRICS_KEY", def: "", secret: true, want: wantMetricsKey,

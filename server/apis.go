@@ -33,8 +33,9 @@ func APIs(m *session.Manager, cfg config.Config, keys *tenant.Keys, tokens tenan
 	return Mounts{
 		OpenSandbox: opensandbox.NewHandler(m, opensandbox.Options{Keys: keys, Tokens: tokens, Config: cfg, Log: log}),
 		Execd:       execd.NewHandler(m, execd.Options{Tokens: tokens, Keys: keys, Log: log}),
-		MCP:         mcpserver.HTTPHandler(m, mcpserver.Options{Keys: keys, Logger: log}),
-		Native:      native.NewHandler(m, native.Options{Keys: keys, Log: log}),
-		Artifacts:   downloads,
+		// Behind Handler's guard, which checks Host names for every API.
+		MCP:       mcpserver.HTTPHandler(m, mcpserver.Options{Keys: keys, Logger: log, HostChecked: true}),
+		Native:    native.NewHandler(m, native.Options{Keys: keys, Log: log}),
+		Artifacts: downloads,
 	}
 }

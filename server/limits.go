@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -72,8 +73,24 @@ func (w closingWriter) Flush() {
 	}
 }
 
+// ReadFrom keeps net/http's sendfile for what a handler copies from a
+// file (artifact downloads, files): without it, io.Copy sees no
+// io.ReaderFrom through this writer and the tracing one above it.
+func (w closingWriter) ReadFrom(r io.Reader) (int64, error) {
+	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok {
+		return rf.ReadFrom(r)
+	}
+	return io.Copy(struct{ io.Writer }{w.ResponseWriter}, r)
+}
+
 // Unwrap lets http.ResponseController reach the connection.
 func (w closingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// maxRefusing bounds the connections over the cap being answered 429 at
+// once: each holds its descriptor for up to three seconds, so a client
+// that opens connections faster would otherwise take the descriptors the
+// cap keeps for the others. Past it, a connection is closed unanswered.
+const maxRefusing = 64
 
 // perClient caps the connections one client address holds at once
 // (SERVE_MAX_CONNS_PER_CLIENT): past the cap a connection is answered 429
@@ -81,6 +98,8 @@ func (w closingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 type perClient struct {
 	net.Listener
 	max int
+	// refusing counts the refusals under way (see maxRefusing).
+	refusing atomic.Int32
 
 	mu sync.Mutex
 	n  map[string]int
@@ -99,14 +118,19 @@ func (l *perClient) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		addr := c.RemoteAddr().String()
-		if host, _, err := net.SplitHostPort(addr); err == nil {
-			addr = host
-		}
+		addr := clientOf(c.RemoteAddr())
 		l.mu.Lock()
 		if l.n[addr] >= l.max {
 			l.mu.Unlock()
-			go l.refuse(c)
+			if l.refusing.Add(1) > maxRefusing {
+				l.refusing.Add(-1)
+				c.Close()
+				continue
+			}
+			go func() {
+				defer l.refusing.Add(-1)
+				l.refuse(c)
+			}()
 			continue
 		}
 		l.n[addr]++
@@ -119,6 +143,21 @@ func (l *perClient) Accept() (net.Conn, error) {
 			l.mu.Unlock()
 		})}, nil
 	}
+}
+
+// clientOf is the client a remote address counts for: an IPv4 address, or
+// an IPv6 address's /64 (the least an IPv6 client is given: it can connect
+// from any address in it, one connection each).
+func clientOf(a net.Addr) string {
+	addr := a.String()
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		addr = host
+	}
+	ip := net.ParseIP(addr)
+	if ip == nil || ip.To4() != nil {
+		return addr
+	}
+	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
 }
 
 // refuse answers a connection over the cap with a 429 and closes it,
@@ -147,4 +186,23 @@ type countedConn struct {
 func (c *countedConn) Close() error {
 	c.release()
 	return c.Conn.Close()
+}
+
+// ReadFrom lets net/http copy a file into the connection with sendfile
+// (artifact downloads, files), as it does on the bare TCP connection.
+func (c *countedConn) ReadFrom(r io.Reader) (int64, error) {
+	if rf, ok := c.Conn.(io.ReaderFrom); ok {
+		return rf.ReadFrom(r)
+	}
+	return io.Copy(struct{ io.Writer }{c.Conn}, r)
+}
+
+// CloseWrite lets net/http half-close a connection it is about to close
+// after an answer (a refusal whose body it did not read), so that the
+// answer reaches the client before the reset.
+func (c *countedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
 }

@@ -311,11 +311,20 @@ func (m *Manager) Export(ctx context.Context, key, file string) (Export, error) 
 	}
 	var sha string
 	var size int64
+	// The copy is an artifact: like an ingestion, it takes its bytes of
+	// the room above DISK_RESERVE_MB as they come, and stops at ErrNoSpace
+	// when there is none left.
+	room := &roomReader{m: m, room: m.blobRoom()}
+	defer room.giveBack()
 	copyIn := func(r io.Reader) error {
 		batch := m.art.blobs.NewBatch()
 		defer batch.Abort()
+		room.r = r
 		var err error
-		if sha, size, err = batch.Put(ctx, io.TeeReader(r, out), 0); err != nil {
+		if sha, size, err = batch.Put(ctx, io.TeeReader(room, out), 0); err != nil {
+			if room.full {
+				return fmt.Errorf("%w on the host's disk: the file would eat into DISK_RESERVE_MB=%d MiB", ErrNoSpace, m.cfg.DiskReserveMB)
+			}
 			return err
 		}
 		return batch.Commit(ctx)
@@ -350,6 +359,35 @@ func (m *Manager) Export(ctx context.Context, key, file string) (Export, error) 
 		return Export{HostPath: hostPath}, fmt.Errorf("export %s: %w", file, err)
 	}
 	return Export{HostPath: hostPath, Artifact: a}, nil
+}
+
+// roomReader reads r, taking each byte it reads of the blobstore's room
+// above the reserve (room, as blobRoom read it; -1: no reserve).
+type roomReader struct {
+	m     *Manager
+	r     io.Reader
+	room  int64
+	taken int64
+	full  bool
+}
+
+func (rr *roomReader) Read(p []byte) (int, error) {
+	n, err := rr.r.Read(p)
+	if n > 0 && rr.room >= 0 {
+		if !rr.m.takeBlobRoom(rr.room, int64(n)) {
+			rr.full = true
+			return 0, ErrNoSpace
+		}
+		rr.taken += int64(n)
+	}
+	return n, err
+}
+
+// giveBack gives back the room taken, once the copy is stored or dropped.
+func (rr *roomReader) giveBack() {
+	if rr.taken > 0 {
+		rr.m.giveBlobRoom(rr.taken)
+	}
 }
 
 // sessionRel checks that file names something under /session and returns

@@ -95,6 +95,12 @@ func (m *Manager) checkReserve(need int64) error {
 		return fmt.Errorf("session disk: free space of SESSIONS_ROOT: %w", err)
 	}
 	free := int64(st.Bavail) * st.Bsize
+	// What ingestions and exports took of the room and are writing now
+	// is not all in the free space yet: counted as gone (on another file
+	// system, only while they write).
+	m.blobMu.Lock()
+	free -= m.blobPending
+	m.blobMu.Unlock()
 	reserve := int64(m.cfg.DiskReserveMB) << 20
 	if free-need < reserve {
 		return fmt.Errorf("%w on the host's disk for a new session: %d MiB free, a session takes SESSION_DISK_MB=%d MiB and DISK_RESERVE_MB=%d MiB must stay free for the database and the other sessions",
@@ -115,6 +121,28 @@ func (m *Manager) blobRoom() int64 {
 		return -1
 	}
 	return max(int64(st.Bavail)*st.Bsize-int64(m.cfg.DiskReserveMB)<<20, 0)
+}
+
+// takeBlobRoom takes size bytes of room, the room above the reserve the
+// blobstore had when read, unless ingestions running meanwhile took it:
+// what they write is not all in the free space yet. It reports whether it
+// took them; the taker gives them back (giveBlobRoom) once its blobs are
+// written or abandoned.
+func (m *Manager) takeBlobRoom(room, size int64) bool {
+	m.blobMu.Lock()
+	defer m.blobMu.Unlock()
+	if m.blobPending+size > room {
+		return false
+	}
+	m.blobPending += size
+	return true
+}
+
+// giveBlobRoom gives back what takeBlobRoom took.
+func (m *Manager) giveBlobRoom(size int64) {
+	m.blobMu.Lock()
+	m.blobPending -= size
+	m.blobMu.Unlock()
 }
 
 // statfsNearest is the statfs of p, or of its nearest existing parent
@@ -248,7 +276,13 @@ func (m *Manager) moveLegacy(ctx context.Context, name, target string, fresh boo
 		}
 		return fmt.Errorf("session disk %s: move the workspace's files onto its disk: %w", name, err)
 	}
-	if out, err := exec.CommandContext(ctx, "cp", "-a", "--", ws+"/.", target).CombinedOutput(); err != nil {
+	// --remove-destination: the disk may have files already (the key ran
+	// on it, then on the bare folder under another program or with
+	// SESSION_DISK_MB=0), and a link the sandbox left there in the place
+	// of a file being copied would have cp write through it, as root,
+	// anywhere on the host. Removed first, the file is made anew (O_EXCL);
+	// a directory where a link is stays refused.
+	if out, err := exec.CommandContext(ctx, "cp", "-a", "--remove-destination", "--", ws+"/.", target).CombinedOutput(); err != nil {
 		err = fail(fmt.Errorf("%w (%s); SESSION_DISK_MB=%d MiB may be too small for them", err, m.toolSaid(out), m.cfg.SessionDiskMB))
 		if fresh {
 			os.Remove(filepath.Join(dir, DiskImage))
@@ -415,6 +449,11 @@ func (m *Manager) releasePoolDisk(ctx context.Context, name, container string) {
 // mountsUnder returns the mount points under root, relative to it, from
 // this process's mount table.
 func mountsUnder(root string) []string {
+	// The table names real paths: a root reached through a link is
+	// looked for where it leads.
+	if real, err := filepath.EvalSymlinks(root); err == nil {
+		root = real
+	}
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
 		return nil

@@ -102,6 +102,13 @@ func (m *Manager) writeFiles(ctx context.Context, e *entry, code string, started
 		TraceID:        traceID,
 	})
 	if err == nil {
+		// On the host's disk, not the session's: past the reserve the
+		// line is left out (the database's history has the execution).
+		if rerr := m.checkReserve(int64(len(line)) + 1); rerr != nil {
+			err = fmt.Errorf("line left out: the disk of SESSIONS_ROOT is at DISK_RESERVE_MB=%d MiB: %w", m.cfg.DiskReserveMB, ErrNoSpace)
+		}
+	}
+	if err == nil {
 		err = appendRecord(m.dir(e), LogFile, line)
 	}
 	if err != nil {

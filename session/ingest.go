@@ -186,6 +186,12 @@ func (m *Manager) ingest(ctx context.Context, e *entry, res *Result, files []ker
 		res.SkippedArtifacts = append(res.SkippedArtifacts, Skipped{Name: name, Reason: reason})
 	}
 	room := m.blobRoom()
+	var taken int64 // of the room, given back once written
+	defer func() {
+		if taken > 0 {
+			m.giveBlobRoom(taken)
+		}
+	}()
 	for _, name := range changed {
 		size := seen[name].size
 		switch {
@@ -199,12 +205,17 @@ func (m *Manager) ingest(ctx context.Context, e *entry, res *Result, files []ker
 			skip(name, fmt.Sprintf("more than %d new files in one execution (ARTIFACT_MAX_FILES)", m.cfg.ArtifactMaxFiles))
 		case size > maxFile:
 			skip(name, fmt.Sprintf("%d bytes, more than %d MiB (ARTIFACT_MAX_FILE_MB)", size, m.cfg.ArtifactMaxFileMB))
-		case room >= 0 && planned+size > room:
-			// "store: ": kept for the next ingestion, once there is room.
-			skip(name, fmt.Sprintf("store: %v on the host's disk: %d bytes would eat into DISK_RESERVE_MB=%d MiB", ErrNoSpace, size, m.cfg.DiskReserveMB))
 		case m.cfg.ArtifactMaxSessionMB > 0 && m.sessionBytes(ctx, e)+planned+size > int64(m.cfg.ArtifactMaxSessionMB)<<20:
 			skip(name, fmt.Sprintf("the session would pass %d MiB of artifacts (ARTIFACT_MAX_SESSION_MB)", m.cfg.ArtifactMaxSessionMB))
+		case room >= 0 && !m.takeBlobRoom(room, size):
+			// "store: ": kept for the next ingestion, once there is room.
+			// The room is shared with the ingestions of other sessions
+			// running now: each takes what it plans to write.
+			skip(name, fmt.Sprintf("store: %v on the host's disk: %d bytes would eat into DISK_RESERVE_MB=%d MiB", ErrNoSpace, size, m.cfg.DiskReserveMB))
 		default:
+			if room >= 0 {
+				taken += size
+			}
 			accepted = append(accepted, name)
 			planned += size
 		}

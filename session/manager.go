@@ -110,6 +110,11 @@ type Manager struct {
 	sessions map[string]*entry // by session id
 
 	diskMu sync.Mutex // one reserve check and image allocation at a time (disk.go)
+	// blobMu guards blobPending: the bytes ingestions have taken of the
+	// blobstore's room above DISK_RESERVE_MB and not yet written in full
+	// (takeBlobRoom), so that ingestions running at once share the room.
+	blobMu      sync.Mutex
+	blobPending int64
 }
 
 // Option configures a Manager.

@@ -25,6 +25,8 @@ func HTTPHandler(m *session.Manager, opts Options) http.Handler {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
 		Logger:         opts.Logger,
 		SessionTimeout: opts.SessionTimeout,
+		// DNS rebinding: checked by whoever mounts it, when it says so.
+		DisableLocalhostProtection: opts.HostChecked,
 	})
 	if opts.Keys == nil || opts.Keys.Len() == 0 {
 		return h

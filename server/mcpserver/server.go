@@ -41,6 +41,12 @@ type Options struct {
 	Logger *slog.Logger
 	// Version is the server version announced to clients. Default "dev".
 	Version string
+	// HostChecked says the handler is mounted behind a check of the Host
+	// names the server answers (agentbox serve's guard: any with keys,
+	// loopback and SERVE_ALLOWED_HOSTS without), so HTTPHandler turns off
+	// the SDK's own, which refuses every name but loopback ones on a
+	// loopback listener, even behind a reverse proxy or with a key.
+	HostChecked bool
 }
 
 // Defaults of Options.
