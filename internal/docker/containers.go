@@ -134,19 +134,36 @@ func (c *Client) RemoveContainer(ctx context.Context, id string) error {
 	if !inProgress {
 		// A container frozen while the engine killed it (a pause racing
 		// the removal) never sees the signal ("did not receive an exit
-		// event"): thaw it and remove it again.
-		for range 3 {
-			if ierr != nil || inspect.State == nil || !(inspect.State.Paused || inspect.State.Running) {
+		// event"): thaw it and remove it again. A pause or kill still
+		// under way (cgroup v1 freezes slowly under load) can refuse the
+		// removal for a moment too: try again a few times, a little later.
+		for delay := 50 * time.Millisecond; delay <= 800*time.Millisecond; delay *= 2 {
+			if ierr != nil || inspect.State == nil {
 				break
 			}
-			_ = c.api.ContainerUnpause(ctx, id) // refused when not paused: no matter
+			if inspect.State.Paused || inspect.State.Running {
+				_ = c.api.ContainerUnpause(ctx, id) // refused when not paused: no matter
+			}
 			err = c.api.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
 			if err == nil || errors.Is(c.classify(err), ErrNotFound) {
 				return nil
 			}
+			if strings.Contains(err.Error(), "already in progress") {
+				break
+			}
+			select {
+			case <-time.After(delay):
+			case <-ctx.Done():
+				return fmt.Errorf("remove container %s: %w", short(id), c.classify(err))
+			}
 			inspect, ierr = c.api.ContainerInspect(ctx, id)
+			if ierr != nil && errors.Is(c.classify(ierr), ErrNotFound) {
+				return nil
+			}
 		}
-		return fmt.Errorf("remove container %s: %w", short(id), c.classify(err))
+		if !strings.Contains(err.Error(), "already in progress") {
+			return fmt.Errorf("remove container %s: %w", short(id), c.classify(err))
+		}
 	}
 	wctx, cancel := context.WithTimeout(ctx, removeWait)
 	defer cancel()

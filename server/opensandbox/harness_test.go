@@ -7,10 +7,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -74,8 +76,17 @@ func newEnv(t *testing.T, withKeys bool, edit func(*config.Config)) *env {
 		e.keys = tenant.NewKeys([]string{keyA, keyB})
 		e.key = keyA
 	}
+	// The server's log is shown when the test fails: a 500 says only
+	// that the log has the cause.
+	logs := &lockedBuffer{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("server log:\n%s", logs.String())
+		}
+	})
 	e.srv = httptest.NewServer(opensandbox.NewHandler(m, opensandbox.Options{
 		Keys: e.keys, Tokens: e.tokens, Config: cfg, MaxBodyBytes: 64 << 10,
+		Log: slog.New(slog.NewTextHandler(logs, nil)),
 	}))
 	t.Cleanup(func() {
 		e.srv.Close()
@@ -238,3 +249,21 @@ func (e *env) exec(id, code string) (*session.Result, error) {
 }
 
 func ptr(s string) *string { return &s }
+
+// lockedBuffer is a bytes.Buffer safe for the server's goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
