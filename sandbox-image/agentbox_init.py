@@ -237,6 +237,9 @@ MEMORY_SLACK = 16 * MIB
 # After killing a process, how long to wait for its memory to be freed
 # before choosing another one.
 MEMORY_VICTIM_WAIT = 1.0
+# gVisor gives the pages of a removed tmpfs file back to MemFree some time
+# after Shmem drops: for up to this long the gauge keeps not counting them.
+FILES_RELEASE_WAIT = 10.0
 # Under gVisor a timed look can come late: with the host's CPUs busy, 60-100
 # ms passed unseen between two looks while a bytearray grew at 1.1-1.5 GB/s,
 # enough to pass the limit from 100 MiB below it. Memory that has grown
@@ -298,6 +301,7 @@ class MemoryGauge:
         self.keys = keys
         self.files = files
         self.shmem = 0  # bytes of shared memory (tmpfs files) at the last read
+        self.released = None  # (when, used then, bytes) of files removed (meminfo)
 
     @classmethod
     def open(cls, limit, files=0):
@@ -333,10 +337,21 @@ class MemoryGauge:
             if self.kind == "meminfo":
                 used = (self.field(0, data) - self.field(1, data)) * 1024
                 try:
-                    self.shmem = self.field(2, data) * 1024
+                    shmem = self.field(2, data) * 1024
                 except ValueError:
-                    self.shmem = 0  # not said: files count as the processes'
-                return used - min(self.shmem, self.files)
+                    shmem = 0  # not said: files count as the processes'
+                if shmem < self.shmem:
+                    # Files removed: Shmem drops at once, MemFree later.
+                    self.released = (time.monotonic(), used, min(self.shmem, self.files) - min(shmem, self.files))
+                self.shmem = shmem
+                lag = 0
+                if self.released is not None:
+                    when, then, amount = self.released
+                    if time.monotonic() - when < FILES_RELEASE_WAIT and used > then - amount // 2:
+                        lag = amount
+                    else:
+                        self.released = None
+                return used - min(self.shmem, self.files) - lag
             anon = self.field(0, data)
             self.shmem = self.field(1, data)
             # Shared memory past what files may take is the processes'
