@@ -1055,8 +1055,12 @@ func pathSpec(name, def, help string, field func(*Config) *string) spec {
 
 // intSpec is an integer in [lo, hi]; hi of math.MaxInt means no upper bound.
 func intSpec(name, help string, def, lo, hi int, field func(*Config) *int) spec {
-	want := rangeWant("an integer", int64(lo), int64(hi), math.MaxInt)
-	ok := func(n int) bool { return n >= lo && n <= hi }
+	return intSpecOf(name, help, def, rangeWant("an integer", int64(lo), int64(hi), math.MaxInt),
+		func(n int) bool { return n >= lo && n <= hi }, field)
+}
+
+// intSpecOf is an integer that ok accepts; want says which.
+func intSpecOf(name, help string, def int, want string, ok func(int) bool, field func(*Config) *int) spec {
 	return spec{
 		name: name, def: strconv.Itoa(def), help: help, want: want,
 		set: func(c *Config, v string) bool {
@@ -1080,28 +1084,11 @@ func intSpec(name, help string, def, lo, hi int, field func(*Config) *int) spec 
 // diskSpec is SESSION_DISK_MB: 0 (no limit) or a size a file system with a
 // journal fits in.
 func diskSpec() spec {
-	const want = "0 (no limit) or an integer from 16 to 1048576"
-	ok := func(n int) bool { return n == 0 || n >= 16 && n <= 1<<20 }
-	field := func(c *Config) *int { return &c.SessionDiskMB }
-	return spec{
-		name: "SESSION_DISK_MB", def: "1024", want: want,
-		help: "size of /session in BIND mode, in MiB, enforced by the kernel (a loop-mounted file system per session); 0 for no limit",
-		set: func(c *Config, v string) bool {
-			n, err := strconv.Atoi(v)
-			if err != nil || !ok(n) {
-				return false
-			}
-			*field(c) = n
-			return true
-		},
-		get: func(c Config) string { return strconv.Itoa(*field(&c)) },
-		check: func(c Config) string {
-			if !ok(*field(&c)) {
-				return want
-			}
-			return ""
-		},
-	}
+	return intSpecOf("SESSION_DISK_MB",
+		"size of /session in BIND mode, in MiB, enforced by the kernel (a loop-mounted file system per session); 0 for no limit",
+		1024, "0 (no limit) or an integer from 16 to 1048576",
+		func(n int) bool { return n == 0 || n >= 16 && n <= 1<<20 },
+		func(c *Config) *int { return &c.SessionDiskMB })
 }
 
 // durationSpec is a whole number of seconds in [lo, hi]; hi of maxSeconds
