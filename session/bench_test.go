@@ -371,6 +371,7 @@ func BenchmarkDatasetStage(b *testing.B) {
 	m := newManager(b, func(c *config.Config) {
 		c.DatasetAccess = config.AccessAPI
 		c.DatasetsAPIURL = srv.URL + "/{id}"
+		c.DatasetCacheScope = config.CacheShared // the cache-hit row stages into another key's session
 		c.TmpfsSizeMB = 1024
 		c.MemoryMB = 2048
 	})
