@@ -22,10 +22,7 @@ func TestMountsUnderSymlinkedRoot(t *testing.T) {
 	if err := os.MkdirAll(ws, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", ws).CombinedOutput(); err != nil {
-		t.Skipf("needs root to mount: %v %s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("umount", "-l", ws).Run() })
+	mountTmpfs(t, ws, "1m")
 	link := filepath.Join(dir, "link")
 	if err := os.Symlink(real, link); err != nil {
 		t.Fatal(err)
@@ -45,10 +42,7 @@ func TestMountsUnderSymlinkedRoot(t *testing.T) {
 // the two together eat into DISK_RESERVE_MB.
 func TestReserveCountsBlobsInFlight(t *testing.T) {
 	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("needs root to mount: %v %s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("umount", "-l", dir).Run() })
+	mountTmpfs(t, dir, "64m")
 	m := &Manager{cfg: config.Config{SessionsRoot: dir, BlobstoreDir: dir, DiskReserveMB: 32}}
 	room := m.blobRoom()
 	if !m.takeBlobRoom(room, 24<<20) {
@@ -61,4 +55,18 @@ func TestReserveCountsBlobsInFlight(t *testing.T) {
 	if err := m.checkReserve(16 << 20); err != nil {
 		t.Fatalf("a 16 MiB disk once they are written: %v", err)
 	}
+}
+
+// mountTmpfs mounts a tmpfs of size at dir for the test. Mounting needs
+// root: without it the test is skipped, unless AGENTBOX_REQUIRE_DOCKER=1
+// (CI, which runs as root, as BIND disks need), where it fails.
+func mountTmpfs(t *testing.T, dir, size string) {
+	t.Helper()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
+		if os.Getenv("AGENTBOX_REQUIRE_DOCKER") == "1" {
+			t.Fatalf("mount a tmpfs at %s (root is required under AGENTBOX_REQUIRE_DOCKER=1): %v %s", dir, err, out)
+		}
+		t.Skipf("needs root to mount: %v %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", dir).Run() })
 }

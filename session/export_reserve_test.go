@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -19,10 +18,7 @@ import (
 // was left, as often as it was exported.
 func TestExportKeepsReserve(t *testing.T) {
 	blobs := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", blobs).CombinedOutput(); err != nil {
-		t.Skipf("needs root to mount a small file system for the blobstore: %v %s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("umount", "-l", blobs).Run() })
+	mountTmpfsRoot(t, blobs, "64m")
 	const reserveMB = 32
 	cfg := testConfig(t, func(c *config.Config) {
 		c.BlobstoreDir = blobs

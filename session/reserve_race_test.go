@@ -2,7 +2,6 @@ package session_test
 
 import (
 	"fmt"
-	"os/exec"
 	"sync"
 	"syscall"
 	"testing"
@@ -19,10 +18,7 @@ import (
 // the reserve (here the whole file system) from the database.
 func TestArtifactsKeepReserveTogether(t *testing.T) {
 	blobs := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", blobs).CombinedOutput(); err != nil {
-		t.Skipf("needs root to mount a small file system for the blobstore: %v %s", err, out)
-	}
-	t.Cleanup(func() { _ = exec.Command("umount", "-l", blobs).Run() })
+	mountTmpfsRoot(t, blobs, "64m")
 	const reserveMB = 32
 	cfg := testConfig(t, func(c *config.Config) {
 		c.BlobstoreDir = blobs
