@@ -482,3 +482,77 @@ func TestPythonExamples(t *testing.T) {
 		}
 	}
 }
+
+// TestGoModuleRecipe follows the README's recipe for using the module from
+// a module of one's own (go mod edit with a replace, go mod tidy) in an
+// empty folder, with the README's whole program as its main.go, and builds
+// it. The module proxy fills in what the cache lacks; without one the test
+// skips.
+func TestGoModuleRecipe(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go mod tidy and a build")
+	}
+	goCmd, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command on the PATH")
+	}
+	root := moduleRoot(t)
+	var recipe []string
+	for _, b := range readmeBlocks(t, "sh") {
+		if strings.Contains(b.text, "go mod edit") {
+			for _, line := range strings.Split(b.text, "\n") {
+				if strings.HasPrefix(line, "go mod ") {
+					recipe = append(recipe, line)
+				}
+			}
+		}
+	}
+	if len(recipe) == 0 {
+		t.Fatal("the README has no go mod recipe for using the module")
+	}
+	var program string
+	for _, b := range readmeBlocks(t, "go") {
+		if strings.HasPrefix(b.text, "package main") {
+			program = b.text
+			break
+		}
+	}
+	dir := filepath.Join(t.TempDir(), "app")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(program), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The project's go.sum vouches for the modules both need; the checksum
+	// database may be out of reach here.
+	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go.sum"), sum, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command(goCmd, args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GOSUMDB=off", "GOFLAGS=-mod=mod")
+		out, err := cmd.CombinedOutput()
+		if err == nil {
+			return
+		}
+		for _, unreachable := range []string{"dial tcp", "no such host", "module lookup disabled", "connection refused"} {
+			if strings.Contains(string(out), unreachable) {
+				t.Skipf("go %s needs the module proxy, out of reach: %s", strings.Join(args, " "), out)
+			}
+		}
+		t.Fatalf("README recipe: go %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	run("mod", "init", "example.com/app")
+	for _, line := range recipe {
+		words := strings.Fields(strings.ReplaceAll(line, "../agentbox", root))
+		run(words[1:]...)
+	}
+	run("build", "-o", os.DevNull, ".")
+}
