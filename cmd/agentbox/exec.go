@@ -152,7 +152,7 @@ func writeFailureJSON(w io.Writer, key, id string, status int, said string) {
 		Message string `json:"message"`
 	}
 	b, err := json.Marshal(struct {
-		Session string  `json:"session"`
+		Session string  `json:"session,omitempty"`
 		ID      string  `json:"id,omitempty"`
 		Error   failure `json:"error"`
 	}{key, id, failure{kind, strings.Join(msgs, "; ")}})

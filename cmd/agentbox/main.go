@@ -78,6 +78,16 @@ func command(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return exitUsage
 	}
 	cmd, rest := args[0], args[1:]
+	if jsonCommands[cmd] && wantsJSON(rest) {
+		return jsonAlways(cmd, rest, stdout, stderr, func(stdout, stderr io.Writer) int {
+			return dispatch(ctx, cmd, rest, stdin, stdout, stderr)
+		})
+	}
+	return dispatch(ctx, cmd, rest, stdin, stdout, stderr)
+}
+
+// dispatch runs the command cmd with its arguments.
+func dispatch(ctx context.Context, cmd string, rest []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	switch cmd {
 	case "exec":
 		return runExec(ctx, rest, stdin, stdout, stderr)
@@ -106,6 +116,9 @@ func command(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	case "mcp":
 		return runMCP(ctx, rest, stdin, stdout, stderr)
 	case "help", "-h", "-help", "--help":
+		if len(rest) > 0 {
+			return commandHelp(ctx, rest[0], stdout, stderr)
+		}
 		usage(stdout)
 		return exitOK
 	}
@@ -179,8 +192,10 @@ commands:
   renew KEY DURATION        the session expires DURATION (such as 30m) from now
   info KEY [--json]         state (running, paused, stopped, lost), times, expiry,
                             executions, memory, limits, image and labels of a session
-  serve                     serve sessions over HTTP: OpenSandbox's API (see agentbox serve --help)
-  help                      show this help
+  serve                     serve sessions over HTTP: OpenSandbox's API, agentbox's own
+                            and MCP (see agentbox serve --help)
+  mcp                       serve sessions to an MCP client over stdio (see agentbox mcp --help)
+  help [COMMAND]            show this help, or one command's
 
 exit status:
   0  the code ran without raising (ls, stop, pause, resume, renew, info: done)
@@ -226,7 +241,7 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (int,
 		return 0, true
 	}
 	if errors.Is(err, flag.ErrHelp) {
-		usage(stdout)
+		commandUsage(stdout, strings.TrimPrefix(fs.Name(), "agentbox "))
 		return exitOK, false
 	}
 	fmt.Fprintf(stderr, "agentbox: %s: %v (see agentbox help)\n", strings.TrimPrefix(fs.Name(), "agentbox "), err)

@@ -116,7 +116,7 @@ func TestNoArgumentsPrintsUsage(t *testing.T) {
 }
 
 func TestHelp(t *testing.T) {
-	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}, {"exec", "-h"}} {
+	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}} {
 		r := agentbox(t, "", args...)
 		if r.code != exitOK {
 			t.Errorf("%v: exit %d", args, r.code)
