@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/agentbox/agentbox/server/tenant"
 )
 
 // TestCommandHelp: `agentbox CMD --help` and `agentbox help CMD` print that
@@ -29,7 +31,7 @@ func TestCommandHelp(t *testing.T) {
 		}
 	}
 	r := agentbox(t, "", "help")
-	for _, cmd := range []string{"exec", "repl", "ls", "stop", "cp", "files", "sh", "pause", "resume", "renew", "info", "serve", "mcp"} {
+	for _, cmd := range []string{"exec", "repl", "ls", "stop", "cp", "files", "sh", "pause", "resume", "renew", "info", "serve", "mcp", "tenant"} {
 		if !strings.Contains(r.stdout, "\n  "+cmd+" ") {
 			t.Errorf("agentbox help does not list the command %s", cmd)
 		}
@@ -87,5 +89,33 @@ func TestJSONEvenOnFailure(t *testing.T) {
 		if strings.Count(strings.TrimSpace(r.stdout), "\n") != 0 {
 			t.Errorf("%v: stdout has more than one line: %q", tc.args, r.stdout)
 		}
+	}
+}
+
+// TestTenantOfAKey: `agentbox tenant` maps API keys (on stdin) to the
+// tenant ids agentbox ls shows, the same ones agentbox serve uses.
+func TestTenantOfAKey(t *testing.T) {
+	keys := []string{"first-key-0123456789abcdef", "second-key-0123456789abcdef"}
+	r := agentbox(t, keys[0]+"\n\n"+keys[1]+"\n", "tenant")
+	if r.code != exitOK {
+		t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+	}
+	all := tenant.NewKeys(keys)
+	var want []string
+	for _, k := range keys {
+		tn, err := all.Lookup(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, tn.ID)
+	}
+	if got := strings.Fields(r.stdout); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("tenant ids %q, want %q", got, want)
+	}
+	if r := agentbox(t, "", "tenant", keys[0]); r.code != exitUsage || strings.Contains(r.stdout+r.stderr, keys[0]) {
+		t.Errorf("a key as an argument: exit %d, output %q %q: want a refusal that does not repeat the key", r.code, r.stdout, r.stderr)
+	}
+	if r := agentbox(t, "", "tenant"); r.code != exitUsage {
+		t.Errorf("no key: exit %d", r.code)
 	}
 }

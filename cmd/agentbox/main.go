@@ -115,6 +115,8 @@ func dispatch(ctx context.Context, cmd string, rest []string, stdin io.Reader, s
 		return runServe(ctx, rest, stdout, stderr)
 	case "mcp":
 		return runMCP(ctx, rest, stdin, stdout, stderr)
+	case "tenant":
+		return runTenant(rest, stdin, stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		if len(rest) > 0 {
 			return commandHelp(ctx, rest[0], stdout, stderr)
@@ -195,6 +197,8 @@ commands:
   serve                     serve sessions over HTTP: OpenSandbox's API, agentbox's own
                             and MCP (see agentbox serve --help)
   mcp                       serve sessions to an MCP client over stdio (see agentbox mcp --help)
+  tenant                    the tenant id of each API key on standard input (one a
+                            line): agentbox ls shows a served session as TENANT/NAME
   help [COMMAND]            show this help, or one command's
 
 exit status:
