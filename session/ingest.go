@@ -25,7 +25,9 @@ const ArtifactsDir = "/session/artifacts"
 // maxScan bounds the files one scan lists; a folder with more is reported.
 const maxScan = 10000
 
-var errNotRegular = errors.New("not a regular file")
+// errNotRegular is ErrNotRegular under the name the ingestion code has
+// always used: an export of a FIFO says ErrNotRegular to its caller.
+var errNotRegular = ErrNotRegular
 
 // fileReader is the optional capability of a Driver to stream files out of
 // a container (TMPFS sessions, whose files exist nowhere else).

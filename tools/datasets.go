@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"path"
 	"slices"
 	"strings"
@@ -158,15 +159,45 @@ func (t *toolset) exportDataset() Tool {
 			switch {
 			case errors.Is(err, session.ErrNotFound):
 				return "Nothing to export: the sandbox has not run any code yet.", nil
-			case err != nil && !systemFailure(err):
-				return cut(fmt.Sprintf("Could not export %s: %v", name(clean), err), t.opts.MaxReplyBytes), nil
 			case err != nil:
-				return "", fmt.Errorf("export: %w", err)
+				// The cause is said in the sandbox's terms: the error
+				// itself can name host folders (EXPORT_DIR, a BIND
+				// session's), which are the operator's, not the model's.
+				why := exportWhy(err)
+				if why == "" {
+					return "", fmt.Errorf("export: %w", err)
+				}
+				return cut(fmt.Sprintf("Could not export %s: %s.", name(clean), why), t.opts.MaxReplyBytes), nil
 			}
 			a := exp.Artifact
 			return cut(fmt.Sprintf("Exported %s (%s) as %s: %s", name(clean), size(a.Size), name(a.Name), a.URL), t.opts.MaxReplyBytes), nil
 		},
 	}
+}
+
+// exportWhy is why an export failed, for the model, or "" when the cause is
+// the system's or the host's (a Go error for the caller).
+func exportWhy(err error) string {
+	switch {
+	case systemFailure(err):
+		return ""
+	case errors.Is(err, session.ErrNoSpace):
+		return "no room is left on the host for exports; tell the user"
+	case errors.Is(err, session.ErrFileNotFound), errors.Is(err, fs.ErrNotExist):
+		return "there is no such file"
+	case errors.Is(err, session.ErrIsDir):
+		return "it is a folder: export the files in it one by one"
+	case errors.Is(err, session.ErrNotRegular):
+		return "it is not a regular file (a link, named pipe, socket or device)"
+	case errors.Is(err, session.ErrPermission):
+		return "permission denied"
+	case errors.Is(err, session.ErrFileTooLarge), errors.Is(err, session.ErrBadPath):
+		var fe *session.FileError
+		if errors.As(err, &fe) {
+			return fe.Err.Error()
+		}
+	}
+	return ""
 }
 
 // systemFailure tells errors of the system (engine, manager, caller's

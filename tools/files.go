@@ -296,8 +296,10 @@ func (t *toolset) fileReply(op, path string, err error) (string, error) {
 		why = "a file is in the way where a folder should be"
 	case errors.Is(err, session.ErrNotRegular):
 		why = "it is not a regular file (a named pipe, socket or device)"
-	case errors.Is(err, session.ErrPermission):
+	case errors.Is(err, session.ErrPermission) && op == "write":
 		why = "permission denied (the sandbox may write only under /session and /tmp)"
+	case errors.Is(err, session.ErrPermission):
+		why = "permission denied (the sandbox user may not read it)"
 	case errors.Is(err, session.ErrNoSpace):
 		why = "the sandbox's disk is full: remove files that are no longer needed"
 	case errors.Is(err, session.ErrFileTooLarge), errors.Is(err, session.ErrBadPath), errors.Is(err, session.ErrPaused):

@@ -145,6 +145,8 @@ func TestReadFileToolInput(t *testing.T) {
 		{"folder", `{"path": "/session"}`, &session.FileError{Op: "read", Path: "/session", Err: session.ErrIsDir}, "it is a folder (list it with list_files)"},
 		{"pipe", `{"path": "/session/p"}`, &session.FileError{Op: "read", Path: "/session/p", Err: session.ErrNotRegular}, "not a regular file"},
 		{"no session", `{"path": "/session/p"}`, &session.Error{Op: "read", Err: session.ErrNotFound}, "The sandbox has no files yet"},
+		{"forbidden", `{"path": "/etc/shadow"}`, &session.FileError{Op: "read", Path: "/etc/shadow", Err: session.ErrPermission},
+			"Could not read /etc/shadow: permission denied (the sandbox user may not read it)."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := callTool(t, fileTool(t, newFiles(tc.err), "read_file", tools.Options{}), tc.input)

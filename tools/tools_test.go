@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 	"testing"
 
@@ -229,8 +230,18 @@ func TestExportDataset(t *testing.T) {
 		{name: "exported", input: `{"path": "/session/data/r.csv"}`, wantCall: true, fake: fake{export: exp},
 			want: []string{"Exported /session/data/r.csv (3 B) as exports/r-1.csv: http://x/a/2"}, notWant: []string{"/srv"}},
 		{name: "missing file", input: `{"path": "/session/nope.csv"}`, wantCall: true,
-			fake: fake{err: errors.New("export /session/nope.csv: open nope.csv: no such file or directory")},
-			want: []string{"Could not export /session/nope.csv: export", "no such file"}},
+			fake: fake{err: fmt.Errorf("export /session/nope.csv: %w",
+				&fs.PathError{Op: "openat", Path: "/srv/agentbox/sessions/s-1/workspace/nope.csv", Err: fs.ErrNotExist})},
+			want: []string{"Could not export /session/nope.csv: there is no such file."}, notWant: []string{"/srv", "openat"}},
+		{name: "not a regular file", input: `{"path": "/session/fifo"}`, wantCall: true,
+			fake: fake{err: fmt.Errorf("export /session/fifo: %w", session.ErrNotRegular)},
+			want: []string{"Could not export /session/fifo: it is not a regular file"}},
+		{name: "exports full", input: `{"path": "/session/a"}`, wantCall: true,
+			fake: fake{err: fmt.Errorf("export /session/a: %w on the host's disk: the file would eat into DISK_RESERVE_MB=512 MiB", session.ErrNoSpace)},
+			want: []string{"Could not export /session/a: no room is left on the host for exports"}, notWant: []string{"DISK_RESERVE_MB"}},
+		{name: "host folder refused", input: `{"path": "/session/a"}`, wantCall: true,
+			fake: fake{err: fmt.Errorf("export /session/a: %w", &fs.PathError{Op: "mkdir", Path: "/srv/exports", Err: fs.ErrPermission})},
+			wantErr: fs.ErrPermission},
 		{name: "no session", input: `{"path": "/session/a"}`, wantCall: true,
 			fake: fake{err: &session.Error{Op: "export", Err: session.ErrNotFound}}, want: []string{"has not run any code yet"}},
 		{name: "system failure", input: `{"path": "/session/a"}`, wantCall: true,
