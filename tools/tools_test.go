@@ -240,7 +240,7 @@ func TestExportDataset(t *testing.T) {
 			fake: fake{err: fmt.Errorf("export /session/a: %w on the host's disk: the file would eat into DISK_RESERVE_MB=512 MiB", session.ErrNoSpace)},
 			want: []string{"Could not export /session/a: no room is left on the host for exports"}, notWant: []string{"DISK_RESERVE_MB"}},
 		{name: "host folder refused", input: `{"path": "/session/a"}`, wantCall: true,
-			fake: fake{err: fmt.Errorf("export /session/a: %w", &fs.PathError{Op: "mkdir", Path: "/srv/exports", Err: fs.ErrPermission})},
+			fake:    fake{err: fmt.Errorf("export /session/a: %w", &fs.PathError{Op: "mkdir", Path: "/srv/exports", Err: fs.ErrPermission})},
 			wantErr: fs.ErrPermission},
 		{name: "no session", input: `{"path": "/session/a"}`, wantCall: true,
 			fake: fake{err: &session.Error{Op: "export", Err: session.ErrNotFound}}, want: []string{"has not run any code yet"}},
