@@ -104,6 +104,7 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		p.quiet = *quiet
 		opts = append(opts, session.OnEvent(p.event))
 	}
+	announceStart(ctx, m, *key, stderr)
 	res, err := m.Exec(ctx, *key, code, opts...)
 	if err != nil {
 		return failed(failure(ctx, stderr, err))

@@ -3,9 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"strconv"
 	"strings"
+
+	"github.com/agentbox/agentbox/internal/termsafe"
+	"github.com/agentbox/agentbox/session"
 )
 
 // commandHelp is `agentbox help COMMAND`.
@@ -126,4 +132,23 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
 	return n, err
+}
+
+// announceStart tells a person at a terminal that key has no session yet,
+// so the second or two its sandbox takes to start is not a silent hang.
+// Programs reading stderr (not a terminal) get nothing extra.
+func announceStart(ctx context.Context, m interface {
+	Info(context.Context, string, ...session.InfoOption) (session.Info, error)
+}, key string, stderr io.Writer) {
+	if f, ok := stderr.(*os.File); !ok || !isTerminal(f) {
+		return
+	}
+	if _, err := m.Info(ctx, key); errors.Is(err, session.ErrNotFound) {
+		fmt.Fprint(stderr, startNotice(key))
+	}
+}
+
+// startNotice is what announceStart prints.
+func startNotice(key string) string {
+	return fmt.Sprintf("agentbox: starting session %s: a new sandbox, ready in a second or two\n", strconv.Quote(termsafe.Line(key)))
 }

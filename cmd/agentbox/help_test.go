@@ -1,12 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/agentbox/agentbox/server/tenant"
+	"github.com/agentbox/agentbox/session"
 )
 
 // TestCommandHelp: `agentbox CMD --help` and `agentbox help CMD` print that
@@ -118,4 +120,24 @@ func TestTenantOfAKey(t *testing.T) {
 	if r := agentbox(t, "", "tenant"); r.code != exitUsage {
 		t.Errorf("no key: exit %d", r.code)
 	}
+}
+
+// TestAnnounceStartOnlyAtATerminal: the notice that a new key's sandbox is
+// starting goes to a person's terminal, never into the stderr a program
+// reads (tests and agents compare it).
+func TestAnnounceStartOnlyAtATerminal(t *testing.T) {
+	var buf strings.Builder
+	announceStart(context.Background(), missing{}, "k", &buf)
+	if buf.Len() != 0 {
+		t.Errorf("printed %q to a writer that is not a terminal", buf.String())
+	}
+	if got := startNotice("a\x1b[2Jb"); strings.ContainsRune(got, 0x1b) || !strings.Contains(got, "starting session") {
+		t.Errorf("notice %q: want it escaped and saying the session starts", got)
+	}
+}
+
+type missing struct{}
+
+func (missing) Info(context.Context, string, ...session.InfoOption) (session.Info, error) {
+	return session.Info{}, session.ErrNotFound
 }

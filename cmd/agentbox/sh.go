@@ -74,6 +74,7 @@ func runSh(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			cmd.Stdout, cmd.Stderr, escapers = o, e, []*termsafe.Writer{o, e}
 		}
 	}
+	announceStart(ctx, m, *key, stderr)
 	res, err := m.Run(ctx, *key, cmd)
 	for _, w := range escapers {
 		w.Flush()
