@@ -34,7 +34,7 @@ func serveSpecs() []spec {
 	return []spec{
 		{
 			name: "SERVE_ADDR", def: ":8080", want: wantAddr,
-			help: "listen address of agentbox serve; with no API key it must be loopback only, such as 127.0.0.1:8080",
+			help: "listen address of agentbox serve; with no API key, one without a host listens on loopback only and a host beyond loopback is refused",
 			set:  func(c *Config, v string) bool { c.ServeAddr = v; return true },
 			get:  func(c Config) string { return c.ServeAddr },
 			check: func(c Config) string {

@@ -267,18 +267,23 @@ func Run(ctx context.Context, cfg config.Config, m *session.Manager, mounts Moun
 		}
 	}()
 
+	nkeys := opts.Keys.Len()
 	ln := opts.Listener
 	if ln == nil {
-		ln, err = net.Listen("tcp", cfg.ServeAddr)
+		addr := cfg.ServeAddr
+		if host, port, err := net.SplitHostPort(addr); err == nil && host == "" && nkeys == 0 {
+			// No host (the default :8080) and no key: loopback only, as
+			// the refusal below would demand; a host named beyond
+			// loopback is still refused.
+			addr = net.JoinHostPort("127.0.0.1", port)
+			log.Warn("no API key configured: listening on loopback only (set SERVE_API_KEYS to serve other hosts)", "addr", addr)
+		}
+		ln, err = net.Listen("tcp", addr)
 		if err != nil {
-			return fmt.Errorf("listen on %s: %w", cfg.ServeAddr, err)
+			return fmt.Errorf("listen on %s: %w", addr, err)
 		}
 	}
 	defer ln.Close() // Serve closes it too; a refused start must as well
-	nkeys := 0
-	if opts.Keys != nil {
-		nkeys = opts.Keys.Len()
-	}
 	// "" is the session scope; the Manager validated the rest.
 	if nkeys > 0 && cfg.DatasetCacheScope != "" && cfg.DatasetCacheScope != config.CacheSession {
 		return fmt.Errorf("serve with %d API keys: %w", nkeys, ErrSharedDatasets)

@@ -67,7 +67,8 @@ func manager(t testing.TB, cfg config.Config, ns string) *session.Manager {
 }
 
 // TestRefusesOpenWithoutKeys: no API key and an address beyond loopback is
-// no start; loopback, or a key, is.
+// no start; loopback, or a key, is. No key and no host (the default :8080)
+// listens on loopback.
 func TestRefusesOpenWithoutKeys(t *testing.T) {
 	cfg := testConfig(t)
 	for _, tt := range []struct {
@@ -80,6 +81,7 @@ func TestRefusesOpenWithoutKeys(t *testing.T) {
 		{"all interfaces, empty keys", "0.0.0.0:0", tenant.NewKeys(nil), false},
 		{"loopback, no key", "127.0.0.1:0", nil, true},
 		{"all interfaces, a key", "0.0.0.0:0", tenant.NewKeys([]string{"a-key-0123456789abcdef"}), true},
+		{"no host, no key", ":0", nil, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			m := manager(t, cfg, namespace())
@@ -105,6 +107,9 @@ func TestRefusesOpenWithoutKeys(t *testing.T) {
 					t.Fatalf("Run started on %s, want it refused", addr)
 				}
 				port := addr.(*net.TCPAddr).Port
+				if tt.keys.Len() == 0 && !addr.(*net.TCPAddr).IP.IsLoopback() {
+					t.Errorf("listening on %s with no key, want loopback only", addr)
+				}
 				resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(port) + "/healthz")
 				if err != nil || resp.StatusCode != 200 {
 					t.Fatalf("healthz: %v %v", err, resp)

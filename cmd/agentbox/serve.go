@@ -45,8 +45,9 @@ environment (also read from ./.env; see example.env for all):
   SERVE_API_KEYS       API keys, comma-separated, 16 characters or more each;
                        clients send one in the OPEN-SANDBOX-API-KEY header
   SERVE_API_KEYS_FILE  a file of more keys, one per line
-                       With no key the server starts only on a loopback address
-                       (SERVE_ADDR=127.0.0.1:8080), where everyone is one tenant.
+                       With no key the server listens on loopback only (the
+                       default :8080 becomes 127.0.0.1:8080; a host beyond
+                       loopback is refused), where everyone is one tenant
                        and answers only loopback host names (DNS rebinding)
   SERVE_ALLOWED_HOSTS  more host names a keyless server answers
   SERVE_MAX_CONNS_PER_CLIENT   connections one client address may hold (256)

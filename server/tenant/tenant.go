@@ -79,8 +79,13 @@ func (k *Keys) Serves(t Tenant) bool {
 	return k.byID[t.ID]
 }
 
-// Len is how many keys there are.
-func (k *Keys) Len() int { return len(k.ids) }
+// Len is how many keys there are (none for nil).
+func (k *Keys) Len() int {
+	if k == nil {
+		return 0
+	}
+	return len(k.ids)
+}
 
 // Lookup returns the tenant of key. The comparison takes the same time
 // whichever key matches, or none.
