@@ -49,7 +49,7 @@ type FileInfo struct {
 	Path    string      `json:"path"`             // absolute, in the sandbox
 	Type    FileType    `json:"type"`             // file, dir, symlink, ...
 	Size    int64       `json:"size"`             // in bytes
-	Mode    fs.FileMode `json:"mode"`             // permission bits (with setuid, setgid, sticky)
+	Mode    fs.FileMode `json:"mode"`             // permission bits (with setuid, setgid, sticky); the kind is Type, FileMode() has both
 	ModTime time.Time   `json:"mtime"`            // last modification
 	Target  string      `json:"target,omitempty"` // a link's target, as written
 }
@@ -75,6 +75,10 @@ func (f FileInfo) FileMode() fs.FileMode {
 	}
 	return f.Mode
 }
+
+// IsDir reports whether f is a folder. Mode holds permission bits only
+// (as chmod takes them); the kind is Type, or FileMode's type bits.
+func (f FileInfo) IsDir() bool { return f.Type == TypeDir }
 
 // wireInfo is a FileInfo as the helper sends it.
 type wireInfo struct {
