@@ -85,9 +85,13 @@ func NewHandler(m *session.Manager, opts Options) http.Handler {
 	h.route("/v1/sandboxes/{id}/renew-expiration", map[string]http.HandlerFunc{"POST": h.renew})
 	h.route("/v1/sandboxes/{id}/endpoints/{port}", map[string]http.HandlerFunc{"GET": h.endpoint})
 	unsupported := func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotImplemented, codeNotSupported, "agentbox does not support "+r.Method+" "+r.URL.Path+": it has no snapshots and no metadata patching")
+		writeError(w, http.StatusNotImplemented, codeNotSupported, "agentbox does not support "+r.Method+" "+r.URL.Path+": it has no snapshots")
 	}
-	h.mux.HandleFunc("/v1/sandboxes/{id}/metadata", unsupported)
+	// Metadata is the container's labels, which the engine cannot change
+	// on a running container.
+	h.mux.HandleFunc("/v1/sandboxes/{id}/metadata", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotImplemented, codeNotSupported, "agentbox does not support "+r.Method+" "+r.URL.Path+" (the SDK's patch_metadata): a sandbox's metadata is fixed at create")
+	})
 	h.mux.HandleFunc("/v1/sandboxes/{id}/snapshots", unsupported)
 	h.mux.HandleFunc("/v1/snapshots", unsupported)
 	h.mux.HandleFunc("/v1/snapshots/", unsupported)

@@ -232,10 +232,10 @@ func TestTimeout(t *testing.T) {
 		code string
 		msg  string
 	}{
-		{"null with a maximum", `{"timeout": null}`, "SANDBOX::ABOVE_MAXIMUM", "ttl"},
-		{"above the maximum", `{"timeout": 7200}`, "SANDBOX::ABOVE_MAXIMUM", "ttl"},
-		{"memory above the maximum", `{"resourceLimits": {"memory": "2Gi"}}`, "SANDBOX::ABOVE_MAXIMUM", "memory"},
-		{"cpus above the maximum", `{"resourceLimits": {"cpu": "4"}}`, "SANDBOX::ABOVE_MAXIMUM", "cpus"},
+		{"null with a maximum", `{"image": {"uri": "python:3.11"}, "timeout": null}`, "SANDBOX::ABOVE_MAXIMUM", "ttl"},
+		{"above the maximum", `{"image": {"uri": "python:3.11"}, "timeout": 7200}`, "SANDBOX::ABOVE_MAXIMUM", "ttl"},
+		{"memory above the maximum", `{"image": {"uri": "python:3.11"}, "resourceLimits": {"memory": "2Gi"}}`, "SANDBOX::ABOVE_MAXIMUM", "memory"},
+		{"cpus above the maximum", `{"image": {"uri": "python:3.11"}, "resourceLimits": {"cpu": "4"}}`, "SANDBOX::ABOVE_MAXIMUM", "cpus"},
 	} {
 		r := e.do("POST", "/v1/sandboxes", tt.body, nil)
 		code, msg := r.apiError(t)
