@@ -120,8 +120,11 @@ func TestLifecycle(t *testing.T) {
 	if got := e.get(sb.ID); got.Status.State != opensandbox.StateTerminated {
 		t.Errorf("get after delete: state %q, want Terminated", got.Status.State)
 	}
+	// get says Terminated: a second delete agrees (TestDeleteTwice).
+	if r := e.do("DELETE", "/v1/sandboxes/"+sb.ID, nil, nil); r.status != http.StatusNoContent {
+		t.Errorf("second delete: %d %s, want 204", r.status, r.body)
+	}
 	for _, rt := range []struct{ method, path string }{
-		{"DELETE", "/v1/sandboxes/" + sb.ID},
 		{"GET", "/v1/sandboxes/" + sb.ID + "/endpoints/44772"},
 		{"POST", "/v1/sandboxes/" + sb.ID + "/pause"},
 	} {
