@@ -133,13 +133,16 @@ func publicErr(c *call, err error) *apiError {
 		return pausedErr(c.id)
 	}
 	e := *fromErr(err)
-	var fe *session.FileError
-	var se *session.Error
-	switch {
-	case errors.As(err, &fe) && e.Message == err.Error():
-		e.Message = fmt.Sprintf("sandbox %s: %s %q: %v", c.id, fe.Op, fe.Path, fe.Err)
-	case errors.As(err, &se) && e.Message == err.Error():
-		e.Message = fmt.Sprintf("sandbox %s: %s: %v", c.id, se.Op, se.Err)
+	// Each session error of the chain, outermost first, says "session
+	// <key>" (cut short when long, so replacing the key alone would not
+	// do): its text is replaced by one that names the sandbox.
+	for cur := err; cur != nil; cur = errors.Unwrap(cur) {
+		switch se := cur.(type) {
+		case *session.FileError:
+			e.Message = strings.ReplaceAll(e.Message, se.Error(), fmt.Sprintf("sandbox %s: %s %q: %v", c.id, se.Op, se.Path, se.Err))
+		case *session.Error:
+			e.Message = strings.ReplaceAll(e.Message, se.Error(), fmt.Sprintf("sandbox %s: %s: %v", c.id, se.Op, se.Err))
+		}
 	}
 	// What the causes may still hold (an error built from another).
 	e.Message = strings.ReplaceAll(e.Message, c.key, c.id)

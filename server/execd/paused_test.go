@@ -187,4 +187,20 @@ func TestPausedMessagesArePublic(t *testing.T) {
 	if !errors.Is(fe, session.ErrPermission) {
 		t.Fatal("FileError does not wrap its cause")
 	}
+
+	// A long key is cut short in the Manager's text; wrapped once more,
+	// the message still names only the id.
+	long := strings.Repeat("n", 100)
+	tn := tenant.Tenant{ID: "t0123456789abcdef"}
+	lc := &call{id: long, key: tn.SessionKey(long)}
+	for _, err := range []error{
+		fmt.Errorf("logs: %w", &session.Error{Op: "command logs", Key: lc.key, Err: session.ErrUnknownCommand}),
+		&session.Error{Op: "exec", Key: lc.key, Err: session.ErrNotFound},
+		&session.FileError{Op: "read", Key: lc.key, Path: "/tmp/a", Err: session.ErrFileNotFound},
+	} {
+		e := publicErr(lc, err)
+		if strings.Contains(e.Message, tn.ID) || !strings.Contains(e.Message, long) {
+			t.Errorf("%v: message %q, want the id and not the tenant %s", err, e.Message, tn.ID)
+		}
+	}
 }

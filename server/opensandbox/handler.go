@@ -229,7 +229,7 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, id string, err er
 	case errors.As(err, &oe), errors.Is(err, session.ErrInvalidOption):
 		writeError(w, http.StatusBadRequest, codeInvalidParameter, optionMessage(err))
 	case errors.Is(err, session.ErrPaused):
-		writeError(w, http.StatusConflict, codeConflict, "sandbox "+id+" is paused: resume it first")
+		writeError(w, http.StatusConflict, codeConflict, "sandbox "+id+" is paused: resume it first (POST /v1/sandboxes/"+id+"/resume)")
 	case errors.Is(err, session.ErrBusy):
 		writeError(w, http.StatusConflict, codeConflict, "sandbox "+id+" is running code in another process; try again when it ends")
 	case errors.Is(err, session.ErrExpired):
