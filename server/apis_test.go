@@ -67,7 +67,7 @@ func TestAPIsTogether(t *testing.T) {
 	}
 	keyA := map[string]string{"OPEN-SANDBOX-API-KEY": "key-a-0123456789abcdef"}
 
-	code, _, body := do("POST", base+"/v1/sandboxes", keyA, `{"timeout": null}`)
+	code, _, body := do("POST", base+"/v1/sandboxes", keyA, `{"image": {"uri": "python:3.11"}, "timeout": null}`)
 	if code != http.StatusAccepted {
 		t.Fatalf("create: %d %s", code, body)
 	}

@@ -67,7 +67,7 @@ func (s *served) sandbox(b *testing.B) (id, execd string, headers map[string]str
 	}
 	api := map[string]string{"OPEN-SANDBOX-API-KEY": s.key}
 	var sb struct{ ID string }
-	json.Unmarshal(post(s.base+"/v1/sandboxes", `{"timeout": null}`, api), &sb)
+	json.Unmarshal(post(s.base+"/v1/sandboxes", `{"image": {"uri": "python:3.11"}, "timeout": null}`, api), &sb)
 	req, _ := http.NewRequest("GET", s.base+"/v1/sandboxes/"+sb.ID+"/endpoints/44772", nil)
 	req.Header.Set("OPEN-SANDBOX-API-KEY", s.key)
 	resp, err := http.DefaultClient.Do(req)

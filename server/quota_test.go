@@ -106,7 +106,7 @@ func (c *quotaClient) do(ctx context.Context, key, method, path string, header m
 // the body and its id.
 func (c *quotaClient) create(key string) (int, string, string) {
 	c.t.Helper()
-	code, body := c.do(context.Background(), key, "POST", "/v1/sandboxes", nil, `{"timeout": null}`)
+	code, body := c.do(context.Background(), key, "POST", "/v1/sandboxes", nil, `{"image": {"uri": "python:3.11"}, "timeout": null}`)
 	var sb struct{ ID string }
 	_ = json.Unmarshal([]byte(body), &sb)
 	return code, body, sb.ID

@@ -170,7 +170,7 @@ func TestServeAndRestart(t *testing.T) {
 	}
 
 	base, stop := start()
-	code, body := do("POST", base+"/v1/sandboxes", strings.NewReader(`{"timeout": null}`))
+	code, body := do("POST", base+"/v1/sandboxes", strings.NewReader(`{"image": {"uri": "python:3.11"}, "timeout": null}`))
 	if code != http.StatusAccepted {
 		t.Fatalf("create: %d %s", code, body)
 	}

@@ -73,7 +73,7 @@ func (e *tokenEnv) do(method, url string, header map[string]string, body string)
 // create makes a sandbox of key on base and returns its id.
 func (e *tokenEnv) create(base, key string) string {
 	e.t.Helper()
-	code, _, body := e.do("POST", base+"/v1/sandboxes", map[string]string{opensandbox.APIKeyHeader: key}, `{"timeout": null}`)
+	code, _, body := e.do("POST", base+"/v1/sandboxes", map[string]string{opensandbox.APIKeyHeader: key}, `{"image": {"uri": "python:3.11"}, "timeout": null}`)
 	var sb struct{ ID string }
 	if err := json.Unmarshal([]byte(body), &sb); code != http.StatusAccepted || err != nil || sb.ID == "" {
 		e.t.Fatalf("create: %d %s", code, body)

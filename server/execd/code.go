@@ -177,7 +177,7 @@ func (h *Handler) runCode(c *call) error {
 	errs.flush()
 	switch {
 	case err != nil:
-		e := fromErr(err)
+		e := publicErr(c, err)
 		if e.Status >= 500 {
 			h.log.Error("execd code execution failed", "sandbox", c.id, "status", e.Status, "err", err)
 		}

@@ -84,11 +84,11 @@ func (h *Handler) runCommand(c *call) error {
 	case err != nil:
 		// The stream began: the failure goes out as its error event,
 		// the server's own failures without their causes (logged).
-		msg := err.Error()
-		if e := fromErr(err); e.Status >= 500 {
+		e := publicErr(c, err)
+		if e.Status >= 500 {
 			h.log.Error("execd command failed", "sandbox", c.id, "status", e.Status, "err", err)
-			msg = e.Message
 		}
+		msg := e.Message
 		rec.finish(-1, msg)
 		s.send(event{Type: evError, Error: &eventError{Name: "CommandExecError", Value: msg, Traceback: []string{msg}}})
 	case res.ExitCode != 0:

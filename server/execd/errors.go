@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
+	"strings"
 
 	"github.com/agentbox/agentbox/session"
 )
@@ -66,8 +67,9 @@ func writeError(w http.ResponseWriter, e *apiError) {
 
 // fromErr classifies an error of the Manager (or of reading the request)
 // into a status and code. Messages are the error's own text (they name
-// the sandbox path and the session key, never a token), except for the
-// server's own failures, whose causes only the log has.
+// the sandbox path and the session key, never a token: publicErr puts the
+// sandbox id in the key's place), except for the server's own failures,
+// whose causes only the log has.
 func fromErr(err error) *apiError {
 	var ae *apiError
 	var mbe *http.MaxBytesError
@@ -101,6 +103,8 @@ func fromErr(err error) *apiError {
 	case errors.Is(err, session.ErrNoSpace):
 		return errorf(http.StatusInsufficientStorage, codeNoSpace, "%v", err)
 	case errors.Is(err, session.ErrPaused):
+		// publicErr names the sandbox; this is what a caller without
+		// one (none today) would say.
 		return errorf(http.StatusConflict, codeSandboxPaused, "sandbox is paused: resume it first")
 	case errors.Is(err, session.ErrExpired):
 		return errorf(http.StatusNotFound, codeSandboxNotFound, "sandbox expired: %v", err)
@@ -117,4 +121,36 @@ func fromErr(err error) *apiError {
 		// the like): it goes to the log, not to the tenant.
 		return errorf(http.StatusInternalServerError, codeRuntime, "internal error in the sandbox server; the server log has the cause")
 	}
+}
+
+// publicErr is fromErr with a message for the API user: it names the
+// sandbox by its id, never by the session key the server makes of it (the
+// tenant's hash and a separator), and a paused sandbox by the API call that
+// resumes it, not by the Manager's words for library users (Go methods,
+// the CLI).
+func publicErr(c *call, err error) *apiError {
+	if errors.Is(err, session.ErrPaused) {
+		return pausedErr(c.id)
+	}
+	e := *fromErr(err)
+	// Each session error of the chain, outermost first, says "session
+	// <key>" (cut short when long, so replacing the key alone would not
+	// do): its text is replaced by one that names the sandbox.
+	for cur := err; cur != nil; cur = errors.Unwrap(cur) {
+		switch se := cur.(type) {
+		case *session.FileError:
+			e.Message = strings.ReplaceAll(e.Message, se.Error(), fmt.Sprintf("sandbox %s: %s %q: %v", c.id, se.Op, se.Path, se.Err))
+		case *session.Error:
+			e.Message = strings.ReplaceAll(e.Message, se.Error(), fmt.Sprintf("sandbox %s: %s: %v", c.id, se.Op, se.Err))
+		}
+	}
+	// What the causes may still hold (an error built from another).
+	e.Message = strings.ReplaceAll(e.Message, c.key, c.id)
+	return &e
+}
+
+// pausedErr is the answer of every route while sandbox id is paused.
+func pausedErr(id string) *apiError {
+	return errorf(http.StatusConflict, codeSandboxPaused,
+		"sandbox %s is paused: resume it first (POST /v1/sandboxes/%s/resume, the SDK's resume)", id, id)
 }

@@ -226,6 +226,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"sandbox %s was deleted and created again since this access token was issued: ask for its endpoint again (GET /v1/sandboxes/%s/endpoints/{port}) for a token of the new one", id, id))
 		return
 	}
+	// A paused sandbox runs nothing: every route says so before it
+	// begins (a stream's 200 with an error event would read as a failed
+	// command to retry logic), the not-offered ones too, so a client
+	// learns the one thing that helps first. /metrics alone answers: the
+	// engine reads it, the frozen sandbox does nothing for it.
+	if err == nil && c.info.State == session.StatePaused && pat != "/metrics" {
+		err = pausedErr(id)
+	}
 	if err == nil {
 		if param != "" {
 			c.r = r.WithContext(context.WithValue(r.Context(), paramKey{}, param))
@@ -247,7 +255,7 @@ func (c *call) param() string {
 
 // fail answers with err unless the answer began already (a stream).
 func (h *Handler) fail(c *call, err error) {
-	e := fromErr(err)
+	e := publicErr(c, err)
 	if e.Status >= 500 {
 		h.log.Error("execd request failed", "sandbox", c.id, "route", c.route, "status", e.Status, "err", err)
 	}
@@ -286,9 +294,6 @@ func writeJSON(w http.ResponseWriter, v any) error {
 }
 
 func (h *Handler) ping(c *call) error {
-	if c.info.State == session.StatePaused {
-		return errorf(http.StatusConflict, codeSandboxPaused, "sandbox is paused: resume it first")
-	}
 	c.w.WriteHeader(http.StatusOK)
 	return nil
 }

@@ -18,7 +18,7 @@ func TestNoSpaceIs507(t *testing.T) {
 		c.SessionDiskMB = 64
 		c.DiskReserveMB = math.MaxInt32
 	})
-	r := e.do("POST", "/v1/sandboxes", map[string]any{}, nil)
+	r := e.do("POST", "/v1/sandboxes", map[string]any{"image": map[string]any{"uri": "python:3.11"}}, nil)
 	if r.status != http.StatusInsufficientStorage {
 		t.Fatalf("create with no room: status %d %s, want 507", r.status, r.body)
 	}

@@ -85,9 +85,13 @@ func NewHandler(m *session.Manager, opts Options) http.Handler {
 	h.route("/v1/sandboxes/{id}/renew-expiration", map[string]http.HandlerFunc{"POST": h.renew})
 	h.route("/v1/sandboxes/{id}/endpoints/{port}", map[string]http.HandlerFunc{"GET": h.endpoint})
 	unsupported := func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotImplemented, codeNotSupported, "agentbox does not support "+r.Method+" "+r.URL.Path+": it has no snapshots and no metadata patching")
+		writeError(w, http.StatusNotImplemented, codeNotSupported, "agentbox does not support "+r.Method+" "+r.URL.Path+": it has no snapshots")
 	}
-	h.mux.HandleFunc("/v1/sandboxes/{id}/metadata", unsupported)
+	// Metadata is the container's labels, which the engine cannot change
+	// on a running container.
+	h.mux.HandleFunc("/v1/sandboxes/{id}/metadata", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotImplemented, codeNotSupported, "agentbox does not support "+r.Method+" "+r.URL.Path+" (the SDK's patch_metadata): a sandbox's metadata is fixed at create")
+	})
 	h.mux.HandleFunc("/v1/sandboxes/{id}/snapshots", unsupported)
 	h.mux.HandleFunc("/v1/snapshots", unsupported)
 	h.mux.HandleFunc("/v1/snapshots/", unsupported)
@@ -225,7 +229,7 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, id string, err er
 	case errors.As(err, &oe), errors.Is(err, session.ErrInvalidOption):
 		writeError(w, http.StatusBadRequest, codeInvalidParameter, optionMessage(err))
 	case errors.Is(err, session.ErrPaused):
-		writeError(w, http.StatusConflict, codeConflict, "sandbox "+id+" is paused: resume it first")
+		writeError(w, http.StatusConflict, codeConflict, "sandbox "+id+" is paused: resume it first (POST /v1/sandboxes/"+id+"/resume)")
 	case errors.Is(err, session.ErrBusy):
 		writeError(w, http.StatusConflict, codeConflict, "sandbox "+id+" is running code in another process; try again when it ends")
 	case errors.Is(err, session.ErrExpired):

@@ -207,6 +207,10 @@ func (e *env) create(body map[string]any) sandbox {
 	if body == nil {
 		body = map[string]any{}
 	}
+	if _, ok := body["image"]; !ok {
+		// The SDK always sends one (the spec requires it).
+		body["image"] = map[string]any{"uri": "python:3.11"}
+	}
 	r := e.do("POST", "/v1/sandboxes", body, nil)
 	if r.status != http.StatusAccepted {
 		e.t.Fatalf("create: status %d %s, want exactly 202", r.status, r.body)

@@ -186,12 +186,22 @@ func positiveParam(q url.Values, name string, def, hi int) (int, error) {
 
 // delete is DELETE /v1/sandboxes/{id}: the session is stopped and its
 // container removed (its history stays, so get then says Terminated).
+// Deleting a sandbox that has ended already answers 204 as the first
+// delete did: get describes it (Terminated, Failed), so a 404 would
+// contradict it, and a retried kill must not fail.
 func (h *handler) delete(w http.ResponseWriter, r *http.Request) {
 	id, key, ok := sandboxKey(w, r)
 	if !ok {
 		return
 	}
-	if err := h.m.Stop(r.Context(), key); err != nil {
+	err := h.m.Stop(r.Context(), key)
+	if errors.Is(err, session.ErrNotFound) {
+		info, ierr := h.m.Info(r.Context(), key, session.WithoutMemoryUse())
+		if ierr == nil && (info.State == session.StateStopped || info.State == session.StateLost) {
+			err = nil
+		}
+	}
+	if err != nil {
 		h.fail(w, r, id, err)
 		return
 	}

@@ -120,8 +120,11 @@ func TestLifecycle(t *testing.T) {
 	if got := e.get(sb.ID); got.Status.State != opensandbox.StateTerminated {
 		t.Errorf("get after delete: state %q, want Terminated", got.Status.State)
 	}
+	// get says Terminated: a second delete agrees (TestDeleteTwice).
+	if r := e.do("DELETE", "/v1/sandboxes/"+sb.ID, nil, nil); r.status != http.StatusNoContent {
+		t.Errorf("second delete: %d %s, want 204", r.status, r.body)
+	}
 	for _, rt := range []struct{ method, path string }{
-		{"DELETE", "/v1/sandboxes/" + sb.ID},
 		{"GET", "/v1/sandboxes/" + sb.ID + "/endpoints/44772"},
 		{"POST", "/v1/sandboxes/" + sb.ID + "/pause"},
 	} {
@@ -232,10 +235,10 @@ func TestTimeout(t *testing.T) {
 		code string
 		msg  string
 	}{
-		{"null with a maximum", `{"timeout": null}`, "SANDBOX::ABOVE_MAXIMUM", "ttl"},
-		{"above the maximum", `{"timeout": 7200}`, "SANDBOX::ABOVE_MAXIMUM", "ttl"},
-		{"memory above the maximum", `{"resourceLimits": {"memory": "2Gi"}}`, "SANDBOX::ABOVE_MAXIMUM", "memory"},
-		{"cpus above the maximum", `{"resourceLimits": {"cpu": "4"}}`, "SANDBOX::ABOVE_MAXIMUM", "cpus"},
+		{"null with a maximum", `{"image": {"uri": "python:3.11"}, "timeout": null}`, "SANDBOX::ABOVE_MAXIMUM", "ttl"},
+		{"above the maximum", `{"image": {"uri": "python:3.11"}, "timeout": 7200}`, "SANDBOX::ABOVE_MAXIMUM", "ttl"},
+		{"memory above the maximum", `{"image": {"uri": "python:3.11"}, "resourceLimits": {"memory": "2Gi"}}`, "SANDBOX::ABOVE_MAXIMUM", "memory"},
+		{"cpus above the maximum", `{"image": {"uri": "python:3.11"}, "resourceLimits": {"cpu": "4"}}`, "SANDBOX::ABOVE_MAXIMUM", "cpus"},
 	} {
 		r := e.do("POST", "/v1/sandboxes", tt.body, nil)
 		code, msg := r.apiError(t)

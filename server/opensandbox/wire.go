@@ -349,6 +349,12 @@ func startOptions(req createRequest, cfg config.Config) ([]session.StartOption, 
 	if _, ok := req.Extensions["access.renew.extend.seconds"]; ok {
 		return nil, invalid("extensions: access.renew.extend.seconds (renew on access) is not supported; renew with renew-expiration")
 	}
+	// The spec requires image (or a snapshot, refused above): a create
+	// without one is a client's mistake, not a request for the default.
+	// Checked last, so a body with other faults hears of those too.
+	if isNull(req.Image) {
+		return nil, invalid("image is required: send {\"image\": {\"uri\": \"...\"}} (an image not in SANDBOX_IMAGES runs as SANDBOX_IMAGE=%s)", cfg.SandboxImage)
+	}
 	return opts, nil
 }
 
