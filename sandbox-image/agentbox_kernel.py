@@ -40,7 +40,12 @@ import sys
 import traceback
 import types
 
-from agentbox_frames import decode, encode
+# The script's folder leads the path (main gives its place to the session
+# folder), even when a session's PYTHONSAFEPATH left it out.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+if sys.path[:1] != [_HERE]:
+    sys.path.insert(0, _HERE)
+from agentbox_frames import decode, encode  # noqa: E402
 
 try:
     # signal.signal turns both handlers into enum members, at the price of two

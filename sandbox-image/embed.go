@@ -62,6 +62,14 @@ const (
 	// UserEnv names the environment variable that tells the init which
 	// user ("uid:gid") runs the kernel worker.
 	UserEnv = "AGENTBOX_USER"
+	// UserEnvPrefix begins, in the container's environment, the name of
+	// each variable a session was created with (AGENTBOX_ENV_PYTHONPATH
+	// for PYTHONPATH). The container's environment is its root init's: a
+	// variable such as PYTHONPATH or PYTHONSTARTUP there would steer it.
+	// The init and the command supervisor strip the prefix when they start
+	// a process as the sandbox user (the kernel worker, a command), so
+	// only those see the variables by their own names.
+	UserEnvPrefix = "AGENTBOX_ENV_"
 )
 
 // InitCapabilities are the capabilities the container keeps (all others
