@@ -77,6 +77,10 @@ ORPHAN_OUTPUT = 64 << 10
 CONTROL_FD = 3
 # Where the worker lives: its home and working folder.
 SESSION_DIR = "/session"
+# The folders the worker is told to use, and those the image's links point
+# at (/app and /workspace, where programs written for other sandboxes keep
+# their files): made before the first client can ask for a file in them.
+SESSION_FOLDERS = ("artifacts", "data", "app", "workspace")
 # The variables the session was created with, in the container's (the
 # init's own) environment under this prefix (sandboximage.UserEnvPrefix):
 # they are the worker's, by their own names, never the init's.
@@ -1557,9 +1561,22 @@ class Init:
             return None
         return max(0.0, min(times) - now)
 
+    def make_folders(self):
+        # As the sandbox user: /session is the sandbox's, and a BIND one
+        # holds what an earlier container left (mkdir follows no link).
+        with self.as_user:
+            for name in SESSION_FOLDERS:
+                try:
+                    os.mkdir(os.path.join(SESSION_DIR, name), 0o755)
+                except FileExistsError:
+                    pass
+                except OSError as e:
+                    log("make %s/%s: %s" % (SESSION_DIR, name, e))
+
     def run(self):
         self.signals()
         make_undumpable()
+        self.make_folders()
         self.listen()
         log(self.memory.describe())
         self.spawn()

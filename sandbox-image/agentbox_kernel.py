@@ -421,10 +421,11 @@ def main():
     _channel = ch
     os.register_at_fork(after_in_child=_after_fork_in_child)
     _libc = _load_libc()
-    # The folders code is told to use exist from the start (a TMPFS
-    # /session is empty; a BIND one is made by the host), and again after
-    # code removed them and the kernel restarted.
-    for sub in ("artifacts", "data"):
+    # The folders code is told to use, and those /app and /workspace link
+    # to, exist from the start (the init makes them; a TMPFS /session is
+    # empty, a BIND one made by the host), and again after code removed
+    # them and the kernel restarted.
+    for sub in ("artifacts", "data", "app", "workspace"):
         try:
             os.makedirs(os.path.join("/session", sub), exist_ok=True)
         except OSError:
