@@ -42,7 +42,11 @@ import sys
 import time
 import uuid
 
-from agentbox_frames import decode, encode
+# The init runs as `python3 -I` (the Dockerfile): no PYTHON* variable, no
+# user site folder (HOME is /session, which the sandbox writes) and not its
+# own folder on the path, which is put there here, read-only as it is.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from agentbox_frames import decode, encode  # noqa: E402
 
 PROTOCOL = 1
 # "@name" is an abstract Unix socket: nothing on the filesystem that user code
@@ -73,6 +77,14 @@ ORPHAN_OUTPUT = 64 << 10
 CONTROL_FD = 3
 # Where the worker lives: its home and working folder.
 SESSION_DIR = "/session"
+# The folders the worker is told to use, and those the image's links point
+# at (/app and /workspace, where programs written for other sandboxes keep
+# their files): made before the first client can ask for a file in them.
+SESSION_FOLDERS = ("artifacts", "data", "app", "workspace")
+# The variables the session was created with, in the container's (the
+# init's own) environment under this prefix (sandboximage.UserEnvPrefix):
+# they are the worker's, by their own names, never the init's.
+USER_ENV_PREFIX = "AGENTBOX_ENV_"
 PR_SET_DUMPABLE = 4
 PR_CAPBSET_DROP = 24
 # What one read asks for. Not more: os.read allocates the size asked up front,
@@ -157,6 +169,18 @@ class SandboxUser:
             os.seteuid(0)
             os.setegid(0)
         return False
+
+
+def worker_env(environ, control_fd):
+    """The worker's environment: the container's without agentbox's own
+    settings, with the session's variables under their own names."""
+    env = {k: v for k, v in environ.items() if not k.startswith("AGENTBOX_")}
+    for k, v in environ.items():
+        name = k[len(USER_ENV_PREFIX):]
+        if k.startswith(USER_ENV_PREFIX) and name and not name.startswith("AGENTBOX_"):
+            env[name] = v
+    env["AGENTBOX_CONTROL_FD"] = str(control_fd)
+    return env
 
 
 def peer_uid(sock):
@@ -941,11 +965,7 @@ class Init:
                 os.dup2(req_r, CONTROL_FD)
                 os.dup2(ctrl_w, CONTROL_FD + 1)
                 os.closerange(CONTROL_FD + 2, 65536)
-                env = dict(os.environ)
-                env["AGENTBOX_CONTROL_FD"] = str(CONTROL_FD)
-                for k in list(env):
-                    if k.startswith("AGENTBOX_") and k != "AGENTBOX_CONTROL_FD":
-                        del env[k]
+                env = worker_env(os.environ, CONTROL_FD)
                 os.execve(sys.executable, [sys.executable, "-u", WORKER], env)
             finally:
                 os._exit(127)
@@ -1541,9 +1561,22 @@ class Init:
             return None
         return max(0.0, min(times) - now)
 
+    def make_folders(self):
+        # As the sandbox user: /session is the sandbox's, and a BIND one
+        # holds what an earlier container left (mkdir follows no link).
+        with self.as_user:
+            for name in SESSION_FOLDERS:
+                try:
+                    os.mkdir(os.path.join(SESSION_DIR, name), 0o755)
+                except FileExistsError:
+                    pass
+                except OSError as e:
+                    log("make %s/%s: %s" % (SESSION_DIR, name, e))
+
     def run(self):
         self.signals()
         make_undumpable()
+        self.make_folders()
         self.listen()
         log(self.memory.describe())
         self.spawn()

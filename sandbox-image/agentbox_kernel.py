@@ -40,7 +40,12 @@ import sys
 import traceback
 import types
 
-from agentbox_frames import decode, encode
+# The script's folder leads the path (main gives its place to the session
+# folder), even when a session's PYTHONSAFEPATH left it out.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+if sys.path[:1] != [_HERE]:
+    sys.path.insert(0, _HERE)
+from agentbox_frames import decode, encode  # noqa: E402
 
 try:
     # signal.signal turns both handlers into enum members, at the price of two
@@ -416,10 +421,11 @@ def main():
     _channel = ch
     os.register_at_fork(after_in_child=_after_fork_in_child)
     _libc = _load_libc()
-    # The folders code is told to use exist from the start (a TMPFS
-    # /session is empty; a BIND one is made by the host), and again after
-    # code removed them and the kernel restarted.
-    for sub in ("artifacts", "data"):
+    # The folders code is told to use, and those /app and /workspace link
+    # to, exist from the start (the init makes them; a TMPFS /session is
+    # empty, a BIND one made by the host), and again after code removed
+    # them and the kernel restarted.
+    for sub in ("artifacts", "data", "app", "workspace"):
         try:
             os.makedirs(os.path.join("/session", sub), exist_ok=True)
         except OSError:

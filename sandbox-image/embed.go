@@ -3,7 +3,8 @@
 // the Debian package list, and the in-container programs (agentbox_init.py,
 // PID 1; agentbox_kernel.py, the persistent Python namespace;
 // agentbox_frames.py, the JSON-lines framing both use; agentbox_bridge.py,
-// which hands a `docker exec` stream over to the init).
+// which hands a `docker exec` stream over to the init; agentbox_pip, the
+// image's pip and pip3, which say where packages come from).
 //
 // The image carries labels naming the kernel protocol version and a content
 // hash of these sources, so a stale image is detected by comparing labels,
@@ -28,7 +29,7 @@ import (
 	"github.com/agentbox/agentbox/kernel"
 )
 
-//go:embed Dockerfile packages.txt agentbox_init.py agentbox_kernel.py agentbox_frames.py agentbox_bridge.py
+//go:embed Dockerfile packages.txt agentbox_init.py agentbox_kernel.py agentbox_frames.py agentbox_bridge.py agentbox_pip
 var sources embed.FS
 
 // Labels set on every sandbox image.
@@ -61,6 +62,14 @@ const (
 	// UserEnv names the environment variable that tells the init which
 	// user ("uid:gid") runs the kernel worker.
 	UserEnv = "AGENTBOX_USER"
+	// UserEnvPrefix begins, in the container's environment, the name of
+	// each variable a session was created with (AGENTBOX_ENV_PYTHONPATH
+	// for PYTHONPATH). The container's environment is its root init's: a
+	// variable such as PYTHONPATH or PYTHONSTARTUP there would steer it.
+	// The init and the command supervisor strip the prefix when they start
+	// a process as the sandbox user (the kernel worker, a command), so
+	// only those see the variables by their own names.
+	UserEnvPrefix = "AGENTBOX_ENV_"
 )
 
 // InitCapabilities are the capabilities the container keeps (all others

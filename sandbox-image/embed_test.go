@@ -53,7 +53,7 @@ func TestBuildContextHoldsEverySource(t *testing.T) {
 		}
 		names = append(names, h.Name)
 	}
-	for _, want := range []string{"Dockerfile", "packages.txt", "agentbox_init.py", "agentbox_kernel.py", "agentbox_frames.py", "agentbox_bridge.py"} {
+	for _, want := range []string{"Dockerfile", "packages.txt", "agentbox_init.py", "agentbox_kernel.py", "agentbox_frames.py", "agentbox_bridge.py", "agentbox_pip"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("build context lacks %s (has %v)", want, names)
 		}

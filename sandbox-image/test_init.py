@@ -212,6 +212,20 @@ class FramesTest(unittest.TestCase):
                 agentbox_frames.decode(bad)
 
 
+class WorkerEnvTest(unittest.TestCase):
+    """The session's variables reach the worker by their own names, and
+    agentbox's own settings do not."""
+
+    def test_worker_env(self):
+        import agentbox_init as ai
+        env = ai.worker_env({
+            "PATH": "/usr/bin", "AGENTBOX_USER": "1000:1000", "AGENTBOX_MAX_OUTPUT": "9",
+            "AGENTBOX_ENV_PYTHONPATH": "/app", "AGENTBOX_ENV_MY_VAR": "a=b",
+            "AGENTBOX_ENV_AGENTBOX_CONTROL_FD": "7", "AGENTBOX_ENV_": "x",
+        }, 3)
+        self.assertEqual(env, {"PATH": "/usr/bin", "PYTHONPATH": "/app", "MY_VAR": "a=b", "AGENTBOX_CONTROL_FD": "3"})
+
+
 class WatchdogTest(unittest.TestCase):
     """The memory watchdog's choice of a victim, with the system calls
     replaced: which signals it sends, and to whom."""

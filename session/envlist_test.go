@@ -36,8 +36,6 @@ func TestEnvThatLoadsFilesAsRootRefused(t *testing.T) {
 		{"NLSPATH", "/session/%N"},
 		{"HOSTALIASES", "/session/hosts"},
 		{"RES_OPTIONS", "debug rotate"},
-		{"PYTHONHOME", "/session"},
-		{"PYTHONWARNINGS", "ignore::Warning"},
 		{"TERMINFO", "/session"},
 		{"TERMINFO_DIRS", "/session"},
 		{"LC_ALL", "/session/evil"},

@@ -19,8 +19,9 @@ import (
 // The files API moves files in and out of a session and looks at its
 // folders. Every operation runs in the session's container as the sandbox
 // user (a short helper process beside the kernel), so paths are the
-// sandbox's own and permissions the sandbox user's: /session and /tmp are
-// writable, the rest of the container is not, and a path, or a link the
+// sandbox's own and permissions the sandbox user's: /session (with /app
+// and /workspace, the image's links into it) and /tmp are writable, the
+// rest of the container is not, and a path, or a link the
 // code planted, can only ever resolve inside the container, never on the
 // host. Bytes travel through the engine's exec stream, streamed both ways.
 //

@@ -360,7 +360,7 @@ func TestFilesSessionFull(t *testing.T) {
 	ctx := context.Background()
 	_, err := m.WriteFile(ctx, "k", "/session/huge", io.LimitReader(zeros{}, 32<<20), 0)
 	wantErr(t, "a file larger than /session", err, session.ErrNoSpace)
-	if out := plain(mustExec(t, m, "k", `import os; sorted(os.listdir("/session"))`)); out != "['artifacts', 'data']" {
+	if out := plain(mustExec(t, m, "k", `import os; sorted(os.listdir("/session"))`)); out != "['app', 'artifacts', 'data', 'workspace']" {
 		t.Errorf("/session after a full write: %s", out)
 	}
 	if _, err := m.WriteFile(ctx, "k", "/session/small", strings.NewReader("fits"), 0); err != nil {

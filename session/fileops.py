@@ -45,9 +45,15 @@ def fail(kind, message):
 TELLING = {errno.EROFS, errno.EDQUOT, errno.ELOOP, errno.ENAMETOOLONG, errno.EBUSY}
 
 
+# What a write to the read-only root (or /data) is told.
+READ_ONLY = "read-only file system: write under /session (the home folder), /app, /workspace or /tmp"
+
+
 def oserr(e):
     if isinstance(e, OSError) and e.errno:
         kind = KINDS.get(e.errno, "io")
+        if e.errno == errno.EROFS:
+            return fail(kind, READ_ONLY)
         telling = kind == "io" or e.errno in TELLING
         return fail(kind, os.strerror(e.errno) if telling else "")
     return fail("io", str(e))

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentbox/agentbox/config"
+	sandboximage "github.com/agentbox/agentbox/sandbox-image"
 )
 
 // Per-session options: what a new session is created with. They apply when
@@ -71,11 +72,12 @@ type startOptions struct {
 }
 
 // Env sets environment variables of the session's processes (the Python
-// code, and commands run in it), visible to no other session. Names are
-// letters, digits and underscores; a name the loader, Python, a shell or
-// agentbox itself reads at startup (LD_*, PYTHON*, AGENTBOX_*, PATH,
-// HOME, ...) is refused, since the container's root processes would read
-// it too, as is one SANDBOX_ENV_PASSTHROUGH already sets.
+// code, and commands run in it), visible to no other session. They reach
+// only the sandbox user's processes, never the container's root ones (see
+// sandboximage.UserEnvPrefix), so PYTHONPATH and the like are taken. Names
+// are letters, digits and underscores; a name the loader, a shell, the C
+// library or agentbox itself reads at startup (LD_*, AGENTBOX_*, PATH,
+// HOME, ...) is refused, as is one SANDBOX_ENV_PASSTHROUGH already sets.
 func Env(vars map[string]string) StartOption {
 	return StartOption{func(o *startOptions) {
 		if o.env == nil {
@@ -170,20 +172,21 @@ var (
 	metaKeyRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$`)
 )
 
-// Environment variables a session may not set. The container's
-// environment is also that of its root processes (the init, PID 1, and the
-// kernel bridge that docker exec starts), which the sandbox must not steer:
-// the dynamic loader reads LD_* in every process, Python reads PYTHON* and
-// HOME (user site-packages), shells read BASH_ENV, ENV and IFS, glibc the
-// rest; a BIND /session holds files the sandbox wrote, which such a
-// variable could point a root process at. AGENTBOX_* are the init's own
-// settings. OpenSSL reads OPENSSL_* (a config that loads modules and
+// Environment variables a session may not set. A session's variables
+// reach only the sandbox user's processes (applyCreation passes them under
+// sandboximage.UserEnvPrefix; the root init, the kernel bridge and the
+// command supervisor run Python with -I, which ignores PYTHON* and the
+// user site folder). The variables below are refused all the same, as a
+// second wall: they steer how any program starts, and a root process that
+// saw one could be pointed at files the sandbox wrote (a BIND /session
+// outlives its container). The dynamic loader reads LD_* in every process,
+// shells BASH_ENV, ENV and IFS, glibc the rest; AGENTBOX_* are the init's
+// own settings. OpenSSL reads OPENSSL_* (a config that loads modules and
 // engines) and SSL_CERT_* (the trusted certificates); ncurses TERMINFO*;
-// Python's tempfile, like most code, TMPDIR, TEMP and TMP, where a root
-// process would then write. Locale and time zone names are taken, but not
-// as paths (see pathEnv).
+// most code TMPDIR, TEMP and TMP. Locale and time zone names are taken,
+// but not as paths (see pathEnv).
 var (
-	reservedEnvPrefixes = []string{"AGENTBOX_", "LD_", "PYTHON", "GCONV_", "GLIBC_", "MALLOC_",
+	reservedEnvPrefixes = []string{"AGENTBOX_", "LD_", "GCONV_", "GLIBC_", "MALLOC_",
 		"OPENSSL_", "SSL_CERT_", "TERMINFO"}
 	reservedEnv = []string{"PATH", "HOME", "BASH_ENV", "ENV", "IFS", "SHELLOPTS", "BASHOPTS", "PS4",
 		"LOCPATH", "NLSPATH", "HOSTALIASES", "RES_OPTIONS", "LOCALDOMAIN", "TZDIR", "MPLCONFIGDIR",
@@ -292,7 +295,7 @@ func (m *Manager) checkEnv(vars map[string]string) ([]string, error) {
 		case !envNameRE.MatchString(name):
 			return nil, bad("want letters, digits and underscores, not starting with a digit, at most 128")
 		case reservedEnvName(name):
-			return nil, bad("reserved: the container's root processes (its init, the kernel bridge) read it at startup")
+			return nil, bad("reserved: the dynamic loader, shells, the C library or agentbox read it when a program starts")
 		case pathEnv(name, v):
 			return nil, bad("its value is a path: the container's root processes would load a locale or time zone file from it; give a name such as C.UTF-8 or Europe/Paris")
 		case slices.Contains(m.cfg.EnvPassthrough, name):
@@ -399,7 +402,11 @@ func (m *Manager) applyCreation(spec *Spec, cr *creation, now time.Time) {
 			spec.Env[i] = "AGENTBOX_MEMORY_LIMIT=" + strconv.FormatInt(int64(cr.memoryMB)<<20, 10)
 		}
 	}
-	spec.Env = append(spec.Env, cr.env...)
+	// Under a prefix, never by their own names: the container's
+	// environment is its root init's (see sandboximage.UserEnvPrefix).
+	for _, kv := range cr.env {
+		spec.Env = append(spec.Env, sandboximage.UserEnvPrefix+kv)
+	}
 	if cr.image != config.DefaultImageName {
 		spec.Labels[LabelImage] = cr.image
 	}

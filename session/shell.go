@@ -27,8 +27,9 @@ const MaxCommandLine = 1 << 20
 var ErrInvalidCommand = errors.New("invalid command")
 
 // Command is a shell command line to run in a session's container, beside
-// its kernel: bash -c Line, as the sandbox user, in Cwd, with Env added to
-// the container's environment.
+// its kernel: bash -c Line, as the sandbox user, in Cwd, with the
+// session's variables (session.Env) and then Env added to the container's
+// environment.
 type Command struct {
 	Line    string            // run by bash -c
 	Cwd     string            // absolute; "" = DefaultCwd

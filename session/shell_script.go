@@ -36,6 +36,7 @@ const shellSupervisor = `# agentbox-shell-supervisor (commandProbe looks for thi
 import ctypes, errno, json, os, select, selectors, signal, struct, sys, threading, time
 
 PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_CHILD_SUBREAPER = 4, 24, 36
+USER_ENV_PREFIX = "AGENTBOX_ENV_"
 MAX_SPEC = 4 << 20
 READ_SIZE = 64 << 10
 
@@ -186,6 +187,12 @@ def child(spec, ids, out_w, err_w, fail_w):
         os.dup2(err_w, 2)
         env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTBOX_")}
         env["HOME"] = "/session"
+        # The session's variables, kept from this root process under a
+        # prefix (sandboximage.UserEnvPrefix); the command's own win.
+        for k, v in os.environ.items():
+            name = k[len(USER_ENV_PREFIX):]
+            if k.startswith(USER_ENV_PREFIX) and name and not name.startswith("AGENTBOX_"):
+                env[name] = v
         env.update(spec.get("env") or {})
         os.execve("/bin/bash", ["bash", "-c", spec["line"]], env)
     except OSError as e:
