@@ -27,7 +27,7 @@ import (
 // test: without an engine they are skipped with the reason (unless
 // AGENTBOX_REQUIRE_DOCKER=1, where they run and fail), and with one the
 // sandbox image is made current first.
-var engineExamples = []string{"ExampleManager_Exec", "ExampleManager_WriteFiles"}
+var engineExamples = []string{"ExampleManager_Exec", "ExampleManager_WriteFiles", "ExampleManager_Run", "ExampleManager_StartCommand"}
 
 func TestMain(m *testing.M) {
 	flag.Parse()
