@@ -26,6 +26,12 @@ var (
 	// ErrImageStale means the sandbox image was built from other sources or
 	// speaks another protocol: run sandbox-setup.
 	ErrImageStale = errors.New("sandbox image stale")
+	// ErrNotSandboxImage means the sandbox image carries none of agentbox's
+	// labels (debian:bookworm, python:3.11): it has no init or kernel of
+	// ours, so build one with sandbox-setup or derive one from
+	// agentbox-sandbox:latest. It also matches ErrImageStale, so code that
+	// handles a stale image (by asking for sandbox-setup) handles it too.
+	ErrNotSandboxImage error = &notSandboxImage{}
 	// ErrUnknownExecution means neither the kernel nor the history knows an
 	// execution id. It is kernel.ErrUnknownExecution.
 	ErrUnknownExecution = kernel.ErrUnknownExecution
@@ -46,6 +52,12 @@ var (
 	// container is removed again).
 	ErrContainerStart = errors.New("container could not start")
 )
+
+// notSandboxImage is the type of ErrNotSandboxImage.
+type notSandboxImage struct{}
+
+func (*notSandboxImage) Error() string        { return "not an agentbox sandbox image" }
+func (*notSandboxImage) Is(target error) bool { return target == ErrImageStale }
 
 // Error is a failure of an operation on one session. It wraps the cause, so
 // errors.Is(err, ErrSessionLost) and the like work through it.

@@ -271,6 +271,14 @@ func NewManager(ctx context.Context, cfg config.Config, opts ...Option) (*Manage
 // checkImage refuses an image that speaks another protocol or was built from
 // other sources than this program embeds.
 func checkImage(ref string, img Image) error {
+	_, hasProto := img.Labels[sandboximage.LabelProtocol]
+	_, hasHash := img.Labels[sandboximage.LabelSourceHash]
+	if !hasProto && !hasHash {
+		// Not an old image of ours but none at all: "stale, speaks
+		// protocol \"\"" would send the operator looking for a version.
+		return fmt.Errorf("%w: %s (no label %s): build one with sandbox-setup or derive from %s",
+			ErrNotSandboxImage, ref, sandboximage.LabelProtocol, config.Default().SandboxImage)
+	}
 	if p := img.Labels[sandboximage.LabelProtocol]; p != strconv.Itoa(kernel.ProtocolVersion) {
 		return fmt.Errorf("%w: %s speaks kernel protocol %q, this program %d: rebuild it with sandbox-setup", ErrImageStale, ref, p, kernel.ProtocolVersion)
 	}

@@ -19,6 +19,22 @@ import (
 // it when the test ends. It returns the tag.
 func StaleImage(t testing.TB, prefix string) string {
 	t.Helper()
+	return importImage(t, prefix,
+		"LABEL "+sandboximage.LabelSourceHash+"=0000",
+		"LABEL "+sandboximage.LabelProtocol+"="+strconv.Itoa(kernel.ProtocolVersion))
+}
+
+// ForeignImage is StaleImage without agentbox's labels: an image that is
+// no sandbox image at all, as debian:bookworm is, made without a pull.
+func ForeignImage(t testing.TB, prefix string) string {
+	t.Helper()
+	return importImage(t, prefix)
+}
+
+// importImage imports a one-file image tagged in repository prefix with
+// the Dockerfile changes given, removed when the test ends.
+func importImage(t testing.TB, prefix string, changes ...string) string {
+	t.Helper()
 	cli := Engine(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -37,16 +53,13 @@ func StaleImage(t testing.TB, prefix string) string {
 	var rnd [6]byte
 	_, _ = rand.Read(rnd[:])
 	tag := prefix + ":" + hex.EncodeToString(rnd[:])
-	err := cli.ImportImage(ctx, &buf, tag, []string{
-		"LABEL " + sandboximage.LabelSourceHash + "=0000",
-		"LABEL " + sandboximage.LabelProtocol + "=" + strconv.Itoa(kernel.ProtocolVersion),
-	})
+	err := cli.ImportImage(ctx, &buf, tag, changes)
 	if err != nil {
-		t.Fatalf("import stale image: %v", err)
+		t.Fatalf("import test image: %v", err)
 	}
 	img, err := cli.InspectImage(ctx, tag)
 	if err != nil {
-		t.Fatalf("inspect stale image: %v", err)
+		t.Fatalf("inspect test image: %v", err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
