@@ -72,7 +72,9 @@ type Config struct {
 	// SESSION_STORAGE, default TMPFS; any letter case is accepted.
 	SessionStorage Storage
 	// DatasetAccess selects the dataset sources.
-	// DATASET_ACCESS, default NONE; any letter case is accepted.
+	// DATASET_ACCESS, default API (LangGraph-Sandbox's default; without a
+	// fetcher, DATASETS_API_URL or session.WithFetcher, it offers nothing
+	// to select); any letter case is accepted.
 	DatasetAccess DatasetAccess
 	// SessionsRoot is the host directory holding one directory per session
 	// in BIND mode. SESSIONS_ROOT, default ./sessions; absolute after
@@ -342,6 +344,12 @@ type Config struct {
 	// are refused.
 	// TENANT_MAX_ARTIFACT_MB, default 10240.
 	TenantMaxArtifactMB int
+
+	// Notes says what loading made of LangGraph-Sandbox's settings that
+	// agentbox names otherwise or does not need (see LangGraphVars), one
+	// sentence each naming the variable; programs log them (NewManager
+	// does, at Warn). Set by FromLookup; not a setting.
+	Notes []string
 }
 
 // Values of Config.DatasetCacheScope (datasets.Scope has the same names).
@@ -396,7 +404,7 @@ func (c Config) SeccompProfile(builtin []byte) string {
 func Default() Config {
 	return Config{
 		SessionStorage: StorageTMPFS,
-		DatasetAccess:  AccessNone,
+		DatasetAccess:  AccessAPI,
 		SessionsRoot:   "./sessions",
 		BlobstoreDir:   "./blobstore",
 		ArtifactsDB:    "./artifacts.db",
@@ -442,9 +450,11 @@ func Default() Config {
 	}
 }
 
-// Load is LoadFile(".env"): the file in the current directory, then the
-// process environment on top.
-func Load() (Config, error) { return LoadFile(".env") }
+// Load reads .env and LangGraphEnvFile (sandbox.env, where
+// LangGraph-Sandbox keeps its settings) in the current directory, then the
+// process environment on top: a variable set in the environment wins over
+// both files, and one in .env over sandbox.env. Either file may be missing.
+func Load() (Config, error) { return loadFiles(".env", LangGraphEnvFile) }
 
 // LoadFile reads the dotenv file at path, then the process environment, and
 // returns the resulting Config. A variable set in the environment wins over
@@ -454,20 +464,32 @@ func Load() (Config, error) { return LoadFile(".env") }
 //
 // The process environment is only read, never changed, so loading has no
 // effect on other code or on child processes.
-func LoadFile(path string) (Config, error) {
-	file, err := godotenv.Read(path)
-	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			return Config{}, fileError(path, err)
+func LoadFile(path string) (Config, error) { return loadFiles(path) }
+
+// loadFiles reads the dotenv files at paths, the first winning, under the
+// process environment.
+func loadFiles(paths ...string) (Config, error) {
+	var files []map[string]string
+	for _, path := range paths {
+		file, err := godotenv.Read(path)
+		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				return Config{}, fileError(path, err)
+			}
+			continue
 		}
-		file = nil
+		files = append(files, file)
 	}
 	return FromLookup(func(name string) (string, bool) {
 		if v, ok := os.LookupEnv(name); ok {
 			return v, true
 		}
-		v, ok := file[name]
-		return v, ok
+		for _, file := range files {
+			if v, ok := file[name]; ok {
+				return v, true
+			}
+		}
+		return "", false
 	})
 }
 
@@ -487,6 +509,8 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	if lookup == nil {
 		lookup = func(string) (string, bool) { return "", false }
 	}
+	lg := newLangGraphReader(lookup)
+	lookup = lg.wrap()
 	for _, s := range specs {
 		v, ok := lookup(s.name)
 		v = strings.TrimSpace(v)
@@ -495,7 +519,7 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 		}
 		given[s.name] = v
 		if !s.set(&c, v) {
-			found[s.name] = append(found[s.name], s.varError(v, s.want))
+			found[s.name] = append(found[s.name], lg.rename(s.varError(v, s.want)))
 		}
 	}
 
@@ -533,17 +557,21 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 				e.Value = redacted(v)
 			}
 		}
-		found[e.Name] = append(found[e.Name], e)
+		found[e.Name] = append(found[e.Name], lg.rename(e))
 	}
 
 	var all []error
 	for _, s := range specs {
 		all = append(all, found[s.name]...)
+		for _, e := range lg.errs[s.name] {
+			all = append(all, e)
+		}
 	}
 	all = append(all, errs...)
 	if len(all) > 0 {
 		return Config{}, errors.Join(all...)
 	}
+	c.Notes = lg.notes
 	return c, nil
 }
 
@@ -713,7 +741,7 @@ func baseSpecs() []spec {
 			},
 		},
 		{
-			name: "DATASET_ACCESS", def: "NONE", want: wantAccess,
+			name: "DATASET_ACCESS", def: "API", want: wantAccess,
 			help: "dataset sources: NONE, LOCAL_RO (DATASETS_HOST_RO at /data), API (fetched into /session/data) or HYBRID",
 			set: func(c *Config, v string) bool {
 				a := DatasetAccess(strings.ToUpper(v))
@@ -747,6 +775,9 @@ func baseSpecs() []spec {
 					return ""
 				}
 				if c.DatasetsHostRO == "" {
+					if c.DatasetAccess == AccessHybrid {
+						return "a directory, required when DATASET_ACCESS=HYBRID (LangGraph-Sandbox's " + hybridLocalPath + " is read as it)"
+					}
 					return "a directory, required when DATASET_ACCESS=" + string(c.DatasetAccess)
 				}
 				return checkDir(c.DatasetsHostRO)

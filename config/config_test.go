@@ -86,7 +86,7 @@ func TestDefaults(t *testing.T) {
 		got, want any
 	}{
 		{"SESSION_STORAGE", c.SessionStorage, config.StorageTMPFS},
-		{"DATASET_ACCESS", c.DatasetAccess, config.AccessNone},
+		{"DATASET_ACCESS", c.DatasetAccess, config.AccessAPI}, // LangGraph-Sandbox's default
 		{"SESSIONS_ROOT", c.SessionsRoot, mustAbs(t, "sessions")},
 		{"BLOBSTORE_DIR", c.BlobstoreDir, mustAbs(t, "blobstore")},
 		{"ARTIFACTS_DB", c.ArtifactsDB, mustAbs(t, "artifacts.db")},
@@ -436,7 +436,7 @@ func TestDatasetsHostRO(t *testing.T) {
 		{"local absent", "LOCAL_RO", nil,
 			`DATASETS_HOST_RO="": want a directory, required when DATASET_ACCESS=LOCAL_RO`},
 		{"hybrid absent", "HYBRID", nil,
-			`DATASETS_HOST_RO="": want a directory, required when DATASET_ACCESS=HYBRID`},
+			`DATASETS_HOST_RO="": want a directory, required when DATASET_ACCESS=HYBRID (LangGraph-Sandbox's HYBRID_LOCAL_PATH is read as it)`},
 		{"local missing", "LOCAL_RO", &missing,
 			`DATASETS_HOST_RO="` + missing + `": want an existing directory (` + missing + ` does not exist)`},
 		{"hybrid missing", "HYBRID", &missing,

@@ -254,7 +254,12 @@ func (m *Manager) Datasets(ctx context.Context, key string) (Listing, error) {
 			l.Files = append(l.Files, DatasetInfo{Info: in, Source: "api"})
 		}
 	}
-	if len(l.Files) == 0 {
+	switch {
+	case len(l.Files) == 0 && !m.cfg.DatasetAccess.UsesLocal() && !m.CanSelectDatasets():
+		// API is the default (LangGraph-Sandbox's): without a fetcher
+		// there is nothing to wait for.
+		l.Message = "no datasets are configured (DATASET_ACCESS=API without a fetcher)"
+	case len(l.Files) == 0:
 		l.Message = "no datasets yet"
 	}
 	return l, nil

@@ -244,7 +244,7 @@ func TestDatasetsHybridAndNone(t *testing.T) {
 		t.Fatalf("hybrid listing: %+v %v", l.Files, err)
 	}
 
-	none := newManager(t, nil)
+	none := newManager(t, func(c *config.Config) { c.DatasetAccess = config.AccessNone })
 	l, err = none.Datasets(ctx, "h")
 	if err != nil || len(l.Files) != 0 || !strings.Contains(l.Message, "no datasets") {
 		t.Fatalf("NONE listing: %+v %v", l, err)

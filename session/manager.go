@@ -214,6 +214,11 @@ func NewManager(ctx context.Context, cfg config.Config, opts ...Option) (*Manage
 	if m.interval == 0 {
 		m.interval = min(max(cfg.IdleTimeout/10, time.Second), time.Minute)
 	}
+	for _, note := range cfg.Notes {
+		// LangGraph-Sandbox settings read otherwise or not needed: said
+		// once, so that its .env files run without a surprise.
+		m.log.Warn("LangGraph-Sandbox setting", "note", note)
+	}
 	if m.metricsReg != nil {
 		if err := m.registerMetrics(m.metricsReg); err != nil {
 			return nil, err
