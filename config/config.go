@@ -277,8 +277,10 @@ type Config struct {
 	// also have none). SESSION_MAX_TTL_S, in whole seconds, default 0.
 	MaxSessionTTL time.Duration
 	// MaxMemoryMB is the most memory a session may ask for at creation, in
-	// MiB; 0 means SANDBOX_MEMORY_MB (sessions may ask for less, not
-	// more). SANDBOX_MAX_MEMORY_MB, default 0.
+	// MiB; a request above it is refused. 0 means the larger of MemoryMB
+	// and DefaultMaxMemoryMB (2048, what OpenSandbox's SDK asks for by
+	// default), and then a request the engine's host cannot back is given
+	// less (see SessionMaxMemoryMB). SANDBOX_MAX_MEMORY_MB, default 0.
 	MaxMemoryMB int
 	// MaxCPUs is the most CPUs a session may ask for at creation; 0 means
 	// SANDBOX_CPUS. SANDBOX_MAX_CPUS, default 0.

@@ -20,14 +20,28 @@ const (
 
 var imageNameRE = regexp.MustCompile(imageNamePattern)
 
+// DefaultMaxMemoryMB is the most memory, in MiB, a session may ask for
+// when SANDBOX_MAX_MEMORY_MB is not set (and SANDBOX_MEMORY_MB is less):
+// OpenSandbox's SDK asks every sandbox for "2Gi" unless its program says
+// otherwise, and the programs written for it should run unchanged.
+const DefaultMaxMemoryMB = 2048
+
 // SessionMaxMemoryMB is the most memory a session may ask for, in MiB:
-// MaxMemoryMB, or MemoryMB when that is 0.
+// MaxMemoryMB, or when that is 0 the larger of MemoryMB and
+// DefaultMaxMemoryMB. Without an explicit maximum the Manager gives a
+// request less (never less than MemoryMB) when the engine's host cannot
+// back it; see MaxMemoryExplicit.
 func (c Config) SessionMaxMemoryMB() int {
 	if c.MaxMemoryMB > 0 {
 		return c.MaxMemoryMB
 	}
-	return c.MemoryMB
+	return max(c.MemoryMB, DefaultMaxMemoryMB)
 }
+
+// MaxMemoryExplicit reports whether the operator set a maximum
+// (SANDBOX_MAX_MEMORY_MB > 0): a request above it is refused, and one
+// within it is given in full, whatever the host has.
+func (c Config) MaxMemoryExplicit() bool { return c.MaxMemoryMB > 0 }
 
 // SessionMaxCPUs is the most CPUs a session may ask for: MaxCPUs, or CPUs
 // when that is 0.
@@ -69,7 +83,7 @@ func lifecycleSpecs() []spec {
 		}
 		return ""
 	}
-	maxMem := intSpec("SANDBOX_MAX_MEMORY_MB", "most memory a session may ask for, in MiB; 0 means SANDBOX_MEMORY_MB", 0, 0, math.MaxInt,
+	maxMem := intSpec("SANDBOX_MAX_MEMORY_MB", "most memory a session may ask for, in MiB; 0 means the larger of SANDBOX_MEMORY_MB and 2048 (OpenSandbox's SDK asks 2Gi), lowered to what the engine's host can back", 0, 0, math.MaxInt,
 		func(c *Config) *int { return &c.MaxMemoryMB })
 	memRange := maxMem.check
 	maxMem.check = func(c Config) string {

@@ -62,6 +62,16 @@ func (d dockerDriver) Image(ctx context.Context, ref string) (Image, error) {
 	return Image{ID: img.ID, Labels: img.Labels}, nil
 }
 
+// EngineMemory is the memory of the engine's host (a remote or desktop
+// engine's, not this process's), as the engine reports it.
+func (d dockerDriver) EngineMemory(ctx context.Context) (int64, error) {
+	info, err := d.cli.Info(ctx)
+	if err != nil {
+		return 0, classify(err)
+	}
+	return info.MemTotal, nil
+}
+
 func (d dockerDriver) Create(ctx context.Context, s Spec) (string, error) {
 	spec := docker.ContainerSpec{
 		Name:            s.Name,

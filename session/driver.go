@@ -38,6 +38,12 @@ type memoryReader interface {
 	MemoryUsage(ctx context.Context, id string) (int64, error)
 }
 
+// engineMemory is the optional capability of a Driver to report the
+// memory of the engine's host, in bytes; 0 means unknown.
+type engineMemory interface {
+	EngineMemory(ctx context.Context) (int64, error)
+}
+
 // Image is a sandbox image as a Driver describes it.
 type Image struct {
 	ID     string

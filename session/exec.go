@@ -81,7 +81,7 @@ func (m *Manager) Exec(ctx context.Context, key, code string, opts ...ExecOption
 	if err := checkKey(key); err != nil {
 		return nil, err
 	}
-	cr, err := m.resolve(o.start)
+	cr, err := m.resolve(key, o.start)
 	if err != nil {
 		return nil, &Error{Op: "exec", Key: key, Err: err}
 	}

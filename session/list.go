@@ -85,7 +85,7 @@ func (m *Manager) Start(ctx context.Context, key string, opts ...StartOption) (_
 	if err := checkKey(key); err != nil {
 		return Info{}, err
 	}
-	cr, err := m.resolve(opts)
+	cr, err := m.resolve(key, opts)
 	if err != nil {
 		return Info{}, &Error{Op: "start", Key: key, Err: err}
 	}

@@ -75,6 +75,7 @@ type Manager struct {
 	log         *slog.Logger
 	ns          string
 	image       Image
+	hostMB      int // memory of the engine's host, in MiB; 0: unknown
 	lookup      func(string) (string, bool)
 	grace       time.Duration // before unusable containers are removed
 	interval    time.Duration // of the background sweep
@@ -251,6 +252,7 @@ func NewManager(ctx context.Context, cfg config.Config, opts ...Option) (*Manage
 		return fail(err)
 	}
 	m.image = img
+	m.learnHostMemory(ctx)
 	m.resolveImages(ctx)
 	if m.store, err = store.Open(ctx, cfg.ArtifactsDB); err != nil {
 		return fail(fmt.Errorf("open history: %w", err))

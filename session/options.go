@@ -108,7 +108,10 @@ func TTL(d time.Duration) StartOption {
 }
 
 // MemoryMB sets the session's memory limit in MiB (default
-// SANDBOX_MEMORY_MB), from 64 to SANDBOX_MAX_MEMORY_MB.
+// SANDBOX_MEMORY_MB), from 64 to config.Config.SessionMaxMemoryMB. With
+// no SANDBOX_MAX_MEMORY_MB set, a limit the engine's host cannot back is
+// lowered to what it can (never below SANDBOX_MEMORY_MB); Info shows the
+// limit given.
 func MemoryMB(n int) StartOption {
 	return StartOption{func(o *startOptions) { o.memoryMB = n }}
 }
@@ -210,7 +213,7 @@ func pathEnv(name, value string) bool {
 
 // resolve checks opts against the configuration and returns what a new
 // session is made with.
-func (m *Manager) resolve(opts []StartOption) (*creation, error) {
+func (m *Manager) resolve(key string, opts []StartOption) (*creation, error) {
 	var o startOptions
 	for _, opt := range opts {
 		if opt.apply != nil {
@@ -240,7 +243,7 @@ func (m *Manager) resolve(opts []StartOption) (*creation, error) {
 		case o.memoryMB > max:
 			return nil, &OptionError{Option: "memory", Want: fmt.Sprintf("%d MiB: at most %d MiB (SANDBOX_MAX_MEMORY_MB)", o.memoryMB, max), Err: ErrAboveMaximum}
 		}
-		cr.memoryMB = o.memoryMB
+		cr.memoryMB = m.fitMemory(key, o.memoryMB)
 	}
 	if o.cpus != 0 {
 		max := cfg.SessionMaxCPUs()
@@ -376,7 +379,7 @@ func (m *Manager) resolveImages(ctx context.Context) {
 		}
 		m.images[name] = imageChoice{ref: ref, img: img, err: err}
 	}
-	m.defaults, _ = m.resolve(nil) // the configuration was validated
+	m.defaults, _ = m.resolve("", nil) // the configuration was validated
 }
 
 // knownImage reports whether image ID id is one of the allowed images.

@@ -78,7 +78,7 @@ func TestHostileOptionsRefused(t *testing.T) {
 		{session.TTL(0), "ttl", "", session.ErrAboveMaximum}, // none, with a maximum set
 		{session.TTL(2 * time.Hour), "ttl", "", session.ErrAboveMaximum},
 		{session.MemoryMB(32), "memory", "", session.ErrInvalidOption},
-		{session.MemoryMB(1025), "memory", "", session.ErrAboveMaximum},
+		{session.MemoryMB(2049), "memory", "", session.ErrAboveMaximum}, // above config.DefaultMaxMemoryMB
 		{session.CPUs(-1), "cpus", "", session.ErrInvalidOption},
 		{session.CPUs(1.5), "cpus", "", session.ErrAboveMaximum},
 		{session.UseImage("other"), "image", "other", session.ErrImageNotAllowed},

@@ -21,11 +21,20 @@ import (
 // keyA.
 func newFakeEnv(t *testing.T, drv session.Driver) *env {
 	t.Helper()
+	return newFakeEnvConfig(t, drv, nil)
+}
+
+// newFakeEnvConfig is newFakeEnv with the configuration edited.
+func newFakeEnvConfig(t *testing.T, drv session.Driver, edit func(*config.Config)) *env {
+	t.Helper()
 	cfg := config.Default()
 	dir := t.TempDir()
 	cfg.ArtifactsDB = filepath.Join(dir, "artifacts.db")
 	cfg.SessionsRoot = filepath.Join(dir, "sessions")
 	cfg.BlobstoreDir = filepath.Join(dir, "blobstore")
+	if edit != nil {
+		edit(&cfg)
+	}
 	m, err := session.NewManager(context.Background(), cfg, session.WithDriver(drv))
 	if err != nil {
 		t.Fatalf("new manager: %v", err)
@@ -46,6 +55,19 @@ func newFakeEnv(t *testing.T, drv session.Driver) *env {
 		}
 	})
 	return e
+}
+
+// sessionKey is the Manager's key of sandbox id for the env's API key.
+func (e *env) sessionKey(id string) string {
+	e.t.Helper()
+	t := tenant.Local
+	if e.keys != nil {
+		var err error
+		if t, err = e.keys.Lookup(e.key); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	return t.SessionKey(id)
 }
 
 // countingDriver counts the per-container calls the Manager makes.

@@ -237,7 +237,7 @@ func TestTimeout(t *testing.T) {
 	}{
 		{"null with a maximum", `{"image": {"uri": "python:3.11"}, "timeout": null}`, "SANDBOX::ABOVE_MAXIMUM", "ttl"},
 		{"above the maximum", `{"image": {"uri": "python:3.11"}, "timeout": 7200}`, "SANDBOX::ABOVE_MAXIMUM", "ttl"},
-		{"memory above the maximum", `{"image": {"uri": "python:3.11"}, "resourceLimits": {"memory": "2Gi"}}`, "SANDBOX::ABOVE_MAXIMUM", "memory"},
+		{"memory above the maximum", `{"image": {"uri": "python:3.11"}, "resourceLimits": {"memory": "3Gi"}}`, "SANDBOX::ABOVE_MAXIMUM", "memory"}, // config.DefaultMaxMemoryMB is 2048
 		{"cpus above the maximum", `{"image": {"uri": "python:3.11"}, "resourceLimits": {"cpu": "4"}}`, "SANDBOX::ABOVE_MAXIMUM", "cpus"},
 	} {
 		r := e.do("POST", "/v1/sandboxes", tt.body, nil)

@@ -39,6 +39,7 @@ type Driver struct {
 	unavailable bool
 	failCreate  error
 	failPause   []error // what the next Pause calls return, in turn
+	hostMemory  int64   // EngineMemory; 0: unknown
 }
 
 // container is one container and its kernel. Its fields are guarded by
@@ -358,6 +359,24 @@ func (d *Driver) remove(idOrName string) {
 	d.history = append(d.history, change{id: ct.c.ID})
 	d.mu.Unlock()
 	ct.kernel.stop()
+}
+
+// SetEngineMemory sets what EngineMemory reports as the memory of the
+// engine's host, in bytes; 0 (the default) means unknown.
+func (d *Driver) SetEngineMemory(bytes int64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.hostMemory = bytes
+}
+
+// EngineMemory reports the memory SetEngineMemory set.
+func (d *Driver) EngineMemory(ctx context.Context) (int64, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.check(); err != nil {
+		return 0, err
+	}
+	return d.hostMemory, nil
 }
 
 // MemoryUsage reports MemoryBytes for a running container and 0 for a
