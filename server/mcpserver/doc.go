@@ -26,7 +26,10 @@
 // (HTTP only), and without that the MCP session does (its id; "default"
 // over stdio, which has none). Clients such as LangGraph's MCP adapter open
 // a new MCP session per tool call, so they must name the session one of the
-// first two ways to keep their Python state from one call to the next. The
+// first two ways to keep their Python state from one call to the next. A
+// sandbox session that defaults to an HTTP MCP session is stopped when
+// that MCP session ends (the client's DELETE, Options.SessionTimeout
+// idle), so such clients leave no container behind; named ones are kept. The
 // name is always taken inside the caller's tenant
 // (tenant.Tenant.SessionKey): two tenants naming the same session reach two
 // sandboxes.

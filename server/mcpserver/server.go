@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -32,9 +33,10 @@ type Options struct {
 	// (decoded). Figures past it are left out and the reply says so; their
 	// artifact URLs are listed either way. Default 4 MiB.
 	MaxImageBytes int
-	// SessionTimeout closes an HTTP MCP session idle this long (the sandbox
-	// session it used is not touched: IDLE_TIMEOUT_S governs that).
-	// Default 30 minutes.
+	// SessionTimeout closes an HTTP MCP session idle this long, and stops
+	// the sandbox session it defaulted to (one named by the "session"
+	// argument or SessionHeader is not touched: IDLE_TIMEOUT_S governs
+	// that). Default 30 minutes.
 	SessionTimeout time.Duration
 	// Logger receives the system failures of tool calls (a failed engine,
 	// a closed manager) and the SDK's logs. Default: discarded.
@@ -96,27 +98,32 @@ const instructions = "agentbox runs code in sandboxes that persist: each session
 	"persistent Python kernel (variables and imports survive between run_python calls) and files under /session. " +
 	"Give every call of one conversation the same \"session\" argument (any name you choose, such as the thread id) " +
 	"so it reaches the same sandbox; a call without it uses the session the client's X-Agentbox-Session header " +
-	"names, else one per MCP connection. Files saved under /session/artifacts/ (and figures) get download URLs."
+	"names, else one per MCP connection, which ends with it. Files saved under /session/artifacts/ (and figures) get download URLs."
 
 // sessionProperty is the "session" argument every tool takes.
 var sessionProperty = map[string]any{
 	"type": "string",
 	"description": "name of the sandbox session (any name, such as the conversation's thread id); " +
 		"calls that give the same name share Python state and files. Optional: default the " +
-		SessionHeader + " header, else this MCP connection's session",
+		SessionHeader + " header, else this MCP connection's own session, which ends with the connection",
 }
 
 // server holds what every tool handler shares.
 type server struct {
 	m    *session.Manager
 	opts Options
+
+	mu sync.Mutex
+	// ending holds the MCP sessions whose own sandbox session (the one
+	// calls that name none default to) is stopped when they end.
+	ending map[*mcp.ServerSession]bool
 }
 
 // New returns an MCP server whose tools work on m's sessions. Callers are
 // tenant.Local unless the transport authenticated them (HTTPHandler).
 func New(m *session.Manager, opts Options) *mcp.Server {
 	opts = opts.withDefaults()
-	s := &server{m: m, opts: opts}
+	s := &server{m: m, opts: opts, ending: map[*mcp.ServerSession]bool{}}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "agentbox", Title: "agentbox sandboxes", Version: opts.Version},
 		&mcp.ServerOptions{Instructions: instructions, Logger: opts.Logger})
 	list := tools.New(recorder{m}, tools.Options{
@@ -190,6 +197,9 @@ func (s *server) handler(body call) mcp.ToolHandler {
 			return errorResult(err.Error()), nil
 		}
 		key := t.SessionKey(name)
+		if req.Session != nil && req.Session.ID() != "" && name == req.Session.ID() {
+			s.endWith(req.Session, key)
+		}
 		o := &outcome{}
 		ctx = withOutcome(withKey(ctx, key, name), o)
 		text, err := body(ctx, input)
