@@ -260,6 +260,9 @@ func openManager(ctx context.Context, stderr io.Writer) (*session.Manager, int) 
 		fmt.Fprintf(stderr, "agentbox: configuration: %s\n", oneLine(err))
 		return nil, exitUsage
 	}
+	for _, note := range cfg.Notes { // LangGraph-Sandbox settings read otherwise or not needed
+		fmt.Fprintf(stderr, "agentbox: note: %s\n", note)
+	}
 	// A short-lived process must not start warm containers: it would only
 	// remove them again on Close.
 	cfg.PoolSize = 0
