@@ -18,7 +18,7 @@ import (
 // Load reads it too, under .env.
 const LangGraphEnvFile = "sandbox.env"
 
-// langGraphImage is LangGraph-Sandbox's name for its sandbox image, which
+// langGraphImages are LangGraph-Sandbox's names for its sandbox image, which
 // here means agentbox's (its own image has no kernel of ours).
 var langGraphImages = map[string]bool{"sandbox:latest": true, "sandbox": true}
 
@@ -101,8 +101,12 @@ func (r *langGraphReader) read() map[string]string {
 	adopt := func(ours, theirs, theirValue, value string) {
 		if v, ok := r.get(ours); ok {
 			if v != value {
-				r.errs[ours] = append(r.errs[ours], &VarError{Name: theirs, Value: theirValue, Secret: ours == "ARTIFACT_TOKEN_SECRET",
-					Want: "unset, or the value of " + ours + " (" + theirs + " is LangGraph-Sandbox's name for it, and both are set)"})
+				e := &VarError{Name: theirs, Value: theirValue,
+					Want: "unset, or the value of " + ours + " (" + theirs + " is LangGraph-Sandbox's name for it, and both are set)"}
+				if ours == "ARTIFACT_TOKEN_SECRET" {
+					e.Secret, e.Value = true, redacted(theirValue) // VarError shows Value as it is
+				}
+				r.errs[ours] = append(r.errs[ours], e)
 			}
 			return
 		}

@@ -182,6 +182,8 @@ func TestLangGraphNames(t *testing.T) {
 			"ARTIFACTS_TOKEN_TTL_SECONDS", []string{"ARTIFACT_TOKEN_TTL_S", "lots"}},
 		{"short secret", map[string]string{"ARTIFACTS_SECRET": "fixed_artifact_secret"},
 			"ARTIFACTS_SECRET", []string{"ARTIFACT_TOKEN_SECRET", "32 characters"}},
+		{"two secrets", map[string]string{"ARTIFACTS_SECRET": "fixed_artifact_secret", "ARTIFACT_TOKEN_SECRET": "0123456789abcdef0123456789abcdef"},
+			"ARTIFACTS_SECRET", []string{"ARTIFACT_TOKEN_SECRET", "redacted"}},
 		{"other cache file", map[string]string{"CACHE_FILENAME": "mine.json"},
 			"CACHE_FILENAME", []string{"cache_datasets.json"}},
 		{"hybrid without its folder", map[string]string{"DATASET_ACCESS": "HYBRID"},
