@@ -55,8 +55,9 @@ environment (also read from ./.env; see example.env for all):
   SANDBOX_IMAGE, SANDBOX_IMAGES   what sandboxes run: a requested image that is
                        not an allowed name or reference runs as SANDBOX_IMAGE
   SANDBOX_MAX_MEMORY_MB, SANDBOX_MAX_CPUS, SESSION_MAX_TTL_S   the most a sandbox
-                       may ask for; a request above is refused, never trimmed
-                       (the OpenSandbox SDK asks for 2Gi of memory by default)
+                       may ask for; a request above is refused (unset, memory
+                       admits the OpenSandbox SDK's default 2Gi, lowered on a
+                       host that cannot back it)
   SESSION_TTL_S        time to live of a sandbox created without a timeout
   TENANT_MAX_SANDBOXES, TENANT_MAX_MEMORY_MB, TENANT_MAX_INFLIGHT,
   TENANT_MAX_ARTIFACT_MB   each key's quotas, over every API (0: none); past
