@@ -40,8 +40,10 @@ func TestLifecycleSettings(t *testing.T) {
 		t.Errorf("String does not list the images as they load:\n%s", c.String())
 	}
 	d := config.Default()
-	if d.SessionMaxMemoryMB() != d.MemoryMB || d.SessionMaxCPUs() != d.CPUs {
-		t.Errorf("with no maxima, the maxima are the defaults: got %d MiB, %g CPUs", d.SessionMaxMemoryMB(), d.SessionMaxCPUs())
+	// With no maxima: memory up to what OpenSandbox's SDK asks by default
+	// (TestDefaultMaxMemoryAdmitsSDKDefault), CPUs the default.
+	if d.SessionMaxMemoryMB() != config.DefaultMaxMemoryMB || d.SessionMaxCPUs() != d.CPUs {
+		t.Errorf("with no maxima: got %d MiB, %g CPUs; want %d MiB, %g", d.SessionMaxMemoryMB(), d.SessionMaxCPUs(), config.DefaultMaxMemoryMB, d.CPUs)
 	}
 }
 
