@@ -12,6 +12,7 @@ import (
 	"github.com/agentbox/agentbox/internal/docker"
 	"github.com/agentbox/agentbox/internal/imagesetup"
 	"github.com/agentbox/agentbox/kernel"
+	sandboximage "github.com/agentbox/agentbox/sandbox-image"
 )
 
 // report prints one line per check and remembers whether any failed.
@@ -96,6 +97,9 @@ func doctor(ctx context.Context, cli *docker.Client, cfg config.Config, image st
 		r.fail("image", fmt.Sprintf("%s: %v", image, err), "")
 	case !st.Present:
 		r.fail("image", fmt.Sprintf("%s is missing", image), "run sandbox-setup")
+	case st.Foreign:
+		r.fail("image", fmt.Sprintf("%s is not an agentbox sandbox image (no label %s)", image, sandboximage.LabelProtocol),
+			"build one with sandbox-setup under a name of ours (SANDBOX_IMAGE=agentbox-sandbox:latest) or derive one from agentbox-sandbox:latest")
 	case st.Protocol != kernel.ProtocolVersion:
 		r.fail("image", fmt.Sprintf("%s speaks kernel protocol %d, this program %d", image, st.Protocol, kernel.ProtocolVersion), "run sandbox-setup to rebuild it")
 	case !st.Current:
@@ -104,7 +108,7 @@ func doctor(ctx context.Context, cli *docker.Client, cfg config.Config, image st
 		r.ok("image", "%s is current (sources %s, protocol %d)", image, short(st.WantHash), st.Protocol)
 	}
 
-	if st.Present {
+	if st.Present && !st.Foreign { // the probes need our image's python3
 		out, err := imagesetup.RunOnce(ctx, cli, image, []string{"python3", "-c", securityProbe})
 		if err != nil {
 			r.fail("security", fmt.Sprintf("a container with the sandbox's security options does not run: %v", err), "see the error; `docker run --read-only --cap-drop ALL --security-opt no-new-privileges --network none` must work on this host")
@@ -113,7 +117,7 @@ func doctor(ctx context.Context, cli *docker.Client, cfg config.Config, image st
 		}
 		checkSeccompProbe(ctx, r, cli, cfg, image)
 	} else {
-		r.warn("security", "not checked: the image is missing", "run sandbox-setup, then sandbox-setup --check")
+		r.warn("security", "not checked: the image is missing or not ours", "run sandbox-setup, then sandbox-setup --check")
 	}
 
 	if r.failed > 0 {

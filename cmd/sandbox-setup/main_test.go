@@ -82,6 +82,7 @@ func TestCheck(t *testing.T) {
 	cli := dockertest.Engine(t)
 	image := dockertest.Image(t)
 	stale := dockertest.StaleImage(t, "agentbox-test-stale")
+	foreign := dockertest.ForeignImage(t, "agentbox-test-foreign")
 	missing := "agentbox-test-missing:" + suffix(t)
 	tests := []struct {
 		name     string
@@ -102,6 +103,10 @@ func TestCheck(t *testing.T) {
 			`(?m)^FAIL\s+image\s+` + regexp.QuoteMeta(stale) + ` is stale`,
 			`(?m)^\s+fix: run sandbox-setup`,
 			`problem\(s\) found`,
+		}},
+		{"foreign", foreign, exitProblem, []string{ // issue 24 row 11
+			`(?m)^FAIL\s+image\s+` + regexp.QuoteMeta(foreign) + ` is not an agentbox sandbox image \(no label io\.agentbox\.protocol\)`,
+			`(?m)^\s+fix: .*derive one from agentbox-sandbox:latest`,
 		}},
 		{"missing", missing, exitProblem, []string{
 			`(?m)^ok\s+engine\s`,

@@ -58,7 +58,15 @@ type Status struct {
 	SourceHash string // label on the image
 	WantHash   string // SourceHash of the embedded sources
 	Protocol   int    // protocol label on the image (0 if none)
+	// Foreign: present, with neither of agentbox's labels (protocol,
+	// source hash): another program's image, such as debian:bookworm.
+	Foreign bool
 }
+
+// ErrNotSandboxImage is what Ensure returns for an image that is present
+// and not an agentbox sandbox image: building ours under its tag would
+// take the name from another program's image.
+var ErrNotSandboxImage = errors.New("not an agentbox sandbox image")
 
 // Check reports whether image exists and was built from the embedded sources.
 func Check(ctx context.Context, cli *docker.Client, image string) (Status, error) {
@@ -75,6 +83,9 @@ func Check(ctx context.Context, cli *docker.Client, image string) (Status, error
 	st.SourceHash = img.Labels[sandboximage.LabelSourceHash]
 	st.Protocol, _ = strconv.Atoi(img.Labels[sandboximage.LabelProtocol])
 	st.Current = st.SourceHash == st.WantHash && st.Protocol == kernel.ProtocolVersion
+	_, proto := img.Labels[sandboximage.LabelProtocol]
+	_, hash := img.Labels[sandboximage.LabelSourceHash]
+	st.Foreign = !proto && !hash
 	return st, nil
 }
 
@@ -108,6 +119,10 @@ func Ensure(ctx context.Context, cli *docker.Client, opts Options) (Result, erro
 		res.ID = st.ID
 		res.Elapsed = time.Since(start)
 		return res, nil
+	}
+	if st.Foreign { // also with Force: the tag is another program's
+		return res, fmt.Errorf("ensure image %s: %w (no label %s): sandbox-setup does not build over another image's tag; set SANDBOX_IMAGE (or --image) to a name of ours, such as agentbox-sandbox:latest",
+			opts.Image, ErrNotSandboxImage, sandboximage.LabelProtocol)
 	}
 	switch {
 	case !st.Present:
