@@ -112,7 +112,12 @@ async def quickstart() -> None:
     check("renew", info.expires_at is not None, info.expires_at)
     await sandbox.pause()
     info = await sandbox.get_info()
-    check("pause", str(info.status.state) in ("Paused", "SandboxState.PAUSED") or "aus" in str(info.status.state), info.status.state)
+    check("pause", "aus" in str(info.status.state), info.status.state)
+    try:
+        await sandbox.commands.run("true")
+        check("a command on a paused sandbox is refused", False)
+    except Exception as e:  # the SDK's API error, with the server's code
+        check("a command on a paused sandbox is refused", "SANDBOX_PAUSED" in repr(e) or "409" in str(e), f"{type(e).__name__}: {e}")
     sandbox = await Sandbox.resume(sandbox_id=sandbox.id, connection_config=cfg)
     info = await sandbox.get_info()
     check("resume", "unning" in str(info.status.state), info.status.state)
