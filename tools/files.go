@@ -297,7 +297,7 @@ func (t *toolset) fileReply(op, path string, err error) (string, error) {
 	case errors.Is(err, session.ErrNotRegular):
 		why = "it is not a regular file (a named pipe, socket or device)"
 	case errors.Is(err, session.ErrPermission) && op == "write":
-		why = "permission denied (the sandbox may write only under /session and /tmp)"
+		why = "permission denied (the sandbox may write only under /session, /app, /workspace and /tmp)"
 	case errors.Is(err, session.ErrPermission):
 		why = "permission denied (the sandbox user may not read it)"
 	case errors.Is(err, session.ErrNoSpace):

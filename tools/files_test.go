@@ -101,7 +101,7 @@ func TestWriteFileTool(t *testing.T) {
 		{"unknown field", `{"path": "a", "content": "", "mode": 7}`, nil, `unknown field "mode"`, ""},
 		{"permission", `{"path": "/etc/x", "content": "x"}`,
 			&session.FileError{Op: "write", Key: "k", Path: "/etc/x", Err: session.ErrPermission},
-			"Could not write /etc/x: permission denied (the sandbox may write only under /session and /tmp).", ""},
+			"Could not write /etc/x: permission denied (the sandbox may write only under /session, /app, /workspace and /tmp).", ""},
 		{"full", `{"path": "/session/big", "content": "x"}`,
 			&session.FileError{Op: "write", Key: "k", Path: "/session/big", Err: session.ErrNoSpace},
 			"the sandbox's disk is full", ""},

@@ -69,17 +69,26 @@ func commandUsage(w io.Writer, cmd string) bool {
 var jsonCommands = map[string]bool{"exec": true, "sh": true, "ls": true, "info": true, "files": true}
 
 // wantsJSON says whether args ask for --json before a "--" (after it, the
-// words are sh's command).
+// words are sh's command), as the flag package reads them: the last one
+// wins, and --json=V is any true of strconv.ParseBool (1, t, TRUE, ...).
 func wantsJSON(args []string) bool {
+	want := false
 	for _, a := range args {
-		switch a {
-		case "--":
-			return false
-		case "--json", "-json", "--json=true", "-json=true":
-			return true
+		if a == "--" {
+			break
 		}
+		name, v, hasValue := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-"), "=")
+		if name != "json" || !strings.HasPrefix(a, "-") {
+			continue
+		}
+		if !hasValue {
+			want = true
+			continue
+		}
+		b, err := strconv.ParseBool(v)
+		want = err == nil && b
 	}
-	return false
+	return want
 }
 
 // jsonAlways runs a --json command and keeps its promise when it failed

@@ -68,6 +68,12 @@ func TestJSONEvenOnFailure(t *testing.T) {
 		{[]string{"info", "k", "--json"}, ""},
 		{[]string{"files", "--json", "/session"}, ""},
 		{[]string{"exec", "--json", "1"}, ""},
+		// Every spelling of true the flag package takes keeps the
+		// promise; before, only --json, -json and =true did.
+		{[]string{"ls", "--json=1", "--bogus"}, "usage"},
+		{[]string{"info", "-json=t", "--bogus", "k"}, "usage"},
+		{[]string{"exec", "--json=TRUE", "--bogus", "1"}, "usage"},
+		{[]string{"files", "-json=True", "--bogus"}, "usage"},
 	} {
 		r := agentbox(t, "", tc.args...)
 		if r.code == exitOK {

@@ -537,7 +537,7 @@ func TestGoModuleRecipe(t *testing.T) {
 		t.Helper()
 		cmd := exec.Command(goCmd, args...)
 		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GOSUMDB=off", "GOFLAGS=-mod=mod")
+		cmd.Env = recipeEnv(os.Environ())
 		out, err := cmd.CombinedOutput()
 		if err == nil {
 			return
@@ -551,8 +551,57 @@ func TestGoModuleRecipe(t *testing.T) {
 	}
 	run("mod", "init", "example.com/app")
 	for _, line := range recipe {
-		words := strings.Fields(strings.ReplaceAll(line, "../agentbox", root))
-		run(words[1:]...)
+		args, err := recipeCommand(line, root)
+		if err != nil {
+			t.Fatalf("README recipe: %v", err)
+		}
+		run(args...)
 	}
 	run("build", "-o", os.DevNull, ".")
+}
+
+// recipeCommand is the go command's arguments for a line of the README's
+// go mod recipe, with the clone (../agentbox) this tree. The test runs
+// them, as root in CI, so only the recipe's own steps are taken: go mod
+// edit requiring this module and replacing it by the clone, and go mod
+// tidy. Anything else a README edit could write there (go mod vendor -o
+// into any folder, go mod download, another module, a go or toolchain
+// line) is refused, not run.
+func recipeCommand(line, root string) ([]string, error) {
+	const module = "github.com/agentbox/agentbox"
+	words := strings.Fields(line)
+	if len(words) < 3 || words[0] != "go" || words[1] != "mod" {
+		return nil, fmt.Errorf("%q: want go mod edit or go mod tidy", line)
+	}
+	switch words[2] {
+	case "tidy":
+		if len(words) == 3 {
+			return words[1:], nil
+		}
+	case "edit":
+		args := []string{"mod", "edit"}
+		for _, w := range words[3:] {
+			switch {
+			case strings.HasPrefix(w, "-require="+module+"@v"):
+				args = append(args, w)
+			case w == "-replace="+module+"=../agentbox":
+				args = append(args, "-replace="+module+"="+root)
+			default:
+				return nil, fmt.Errorf("%q: %s is not a step of the recipe (want -require= or -replace= of %s, the clone ../agentbox)", line, w, module)
+			}
+		}
+		if len(args) > 2 {
+			return args, nil
+		}
+	}
+	return nil, fmt.Errorf("%q: want go mod edit (-require=, -replace= of %s) or go mod tidy, nothing else", line, module)
+}
+
+// recipeEnv is the environment the recipe's go commands run with: the
+// module proxy may fill the cache, unchecked by a checksum database
+// (which may be out of reach; the project's go.sum vouches for what both
+// need), but no toolchain is fetched and run, whatever the environment or
+// the module asks.
+func recipeEnv(base []string) []string {
+	return append(base, "GOSUMDB=off", "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local")
 }
