@@ -101,6 +101,12 @@ func (m *Manager) info(ctx context.Context, key string, o infoOptions) (Info, er
 	if in.Image == "" {
 		in.Image = "default"
 	}
+	if (in.State == StateRunning || in.State == StatePaused) && pastExpiry(in.Expires, time.Now()) {
+		// Its time to live is over, whether or not a sweep removed it
+		// yet (none runs with only short-lived processes): it never
+		// runs code again, so it reads as the sweep will record it.
+		in.State, in.StopReason = StateStopped, expiredReason(in.Expires)
+	}
 	m.mu.Lock()
 	if e := m.sessions[id]; e != nil && e.containerID == in.ContainerID && e.lastUsed.After(in.LastUsed) {
 		in.LastUsed = e.lastUsed

@@ -41,6 +41,10 @@ const (
 	StatePaused  = "paused"
 	StateStopped = "stopped" // ended on purpose: Stop, idle, expired
 	StateLost    = "lost"    // its container died or was removed from outside
+	// StateExpired is List's state of a session past its time to live
+	// whose container no sweep has removed yet: it will never run code
+	// again (Info says StateStopped, with the expiry as StopReason).
+	StateExpired = "expired"
 )
 
 // stopExpired begins the stop reason of an expired session.
@@ -335,7 +339,7 @@ func (m *Manager) checkLive(ctx context.Context, e *entry, held bool) error {
 		return &Error{Op: "open", Key: e.key, ContainerID: e.containerID,
 			Err: fmt.Errorf("%w since %s: resume it first (Manager.Resume, agentbox resume KEY)", ErrPaused, row.Paused.Local().Format(time.RFC3339))}
 	}
-	if row.Expires.IsZero() || time.Now().Before(row.Expires) {
+	if !pastExpiry(row.Expires, time.Now()) {
 		return nil
 	}
 	if !m.expire(ctx, e.id, e.containerID, row.Expires, e, true, held) {
@@ -407,7 +411,7 @@ func (m *Manager) expireIfDue(ctx context.Context, id string, c Container, row s
 	if recorded {
 		exp = row.Expires // renewals live here
 	}
-	if exp.IsZero() || now.Before(exp) {
+	if !pastExpiry(exp, now) {
 		return false
 	}
 	m.mu.Lock()
@@ -416,6 +420,16 @@ func (m *Manager) expireIfDue(ctx context.Context, id string, c Container, row s
 	return m.expire(ctx, id, c.ID, exp, e, recorded, false)
 }
 
+// expiredReason is the stop reason of a session whose time to live ended
+// at exp.
+func expiredReason(exp time.Time) string {
+	return fmt.Sprintf("%s: its time to live ended at %s", stopExpired, exp.Local().Format(time.RFC3339))
+}
+
+// pastExpiry reports whether a session expiring at exp (zero: never) has
+// expired at now.
+func pastExpiry(exp, now time.Time) bool { return !exp.IsZero() && !now.Before(exp) }
+
 // expire removes session id's container containerID, past its expiry exp.
 // With a record, the database decides first (in one statement, against a
 // renewal); one that another process expired counts as expired. e is this
@@ -423,7 +437,7 @@ func (m *Manager) expireIfDue(ctx context.Context, id string, c Container, row s
 // (its turn is taken here unless the caller holds it: held).
 func (m *Manager) expire(ctx context.Context, id, containerID string, exp time.Time, e *entry, recorded, held bool) bool {
 	now := time.Now()
-	reason := fmt.Sprintf("%s: its time to live ended at %s", stopExpired, exp.Local().Format(time.RFC3339))
+	reason := expiredReason(exp)
 	if recorded {
 		ok, err := m.store.ExpireSession(ctx, m.ns, id, containerID, now, reason)
 		if err != nil {

@@ -415,7 +415,9 @@ func (m *Manager) applyCreation(spec *Spec, cr *creation, now time.Time) {
 	}
 	if cr.ttl > 0 {
 		spec.Labels[LabelTTL] = strconv.FormatInt(int64((cr.ttl+time.Second-1)/time.Second), 10)
-		spec.Labels[LabelExpires] = strconv.FormatInt(now.Add(cr.ttl).Unix(), 10)
+		// Rounded up: a label earlier than the expiry would have a
+		// sweep that sees no record yet remove a session still live.
+		spec.Labels[LabelExpires] = strconv.FormatInt((now.Add(cr.ttl).UnixMilli()+999)/1000, 10)
 	}
 	if cr.memoryMB != m.cfg.MemoryMB {
 		spec.Labels[LabelMemoryMB] = strconv.Itoa(cr.memoryMB)

@@ -265,6 +265,9 @@ func viewKey(ctx context.Context, cfg config.Config, ns string, o options, out *
 	switch {
 	case v.live != nil:
 		v.Session.State = v.live.State
+		if v.Session.StopReason == "" {
+			v.Session.StopReason = v.live.StopReason // expired, not removed yet
+		}
 		v.Session.Container = v.live.ContainerID
 		v.Session.MemoryBytes = v.live.MemoryBytes
 		if v.live.LastUsed.After(v.Session.LastUsed) {
