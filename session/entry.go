@@ -213,8 +213,15 @@ func (m *Manager) open(ctx context.Context, e *entry, create bool) error {
 		c, err := m.drv.Inspect(ctx, name)
 		switch {
 		case err == nil && c.Paused:
-			// Frozen, its kernel unreachable until Resume; never judged
+			// Paused by the idle sweep: thawed for this call. Else
+			// frozen, its kernel unreachable until Resume; never judged
 			// dead for it.
+			if attempt < maxNameRaces && m.pausedByIdleRow(ctx, e.id, c.ID) {
+				if err := m.resumeIdle(ctx, e.key, e.id, c.ID); err != nil {
+					return err
+				}
+				continue
+			}
 			return pausedError(c.ID)
 		case err == nil && m.usable(c):
 			if reason, ended := m.recordedEnd(ctx, e.id, c.ID); !ended || !decidedEnd(reason) {

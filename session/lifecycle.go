@@ -169,7 +169,8 @@ func freeze(ctx context.Context, p pauser, id string) error {
 // session paused (by another process, or by docker pause); best effort.
 func (m *Manager) recordPause(ctx context.Context, id string, at time.Time) {
 	row, err := m.store.Session(ctx, m.ns, id)
-	if err != nil || !row.Paused.IsZero() {
+	// A pause by the idle sweep becomes the caller's: it stays.
+	if err != nil || (!row.Paused.IsZero() && row.PauseReason != store.PauseIdle) {
 		return
 	}
 	if err := m.store.SetPaused(ctx, m.ns, id, at); err != nil {
@@ -335,11 +336,23 @@ func (m *Manager) checkLive(ctx context.Context, e *entry, held bool) error {
 		}
 		return ended
 	}
-	if !row.Paused.IsZero() {
+	// The idle sweep's pause is undone by the next call (below); a
+	// caller's never is.
+	idlePaused := !row.Paused.IsZero() && row.PauseReason == store.PauseIdle
+	if !row.Paused.IsZero() && !idlePaused {
 		return &Error{Op: "open", Key: e.key, ContainerID: e.containerID,
 			Err: fmt.Errorf("%w since %s: resume it first (Manager.Resume, agentbox resume KEY)", ErrPaused, row.Paused.Local().Format(time.RFC3339))}
 	}
 	if !pastExpiry(row.Expires, time.Now()) {
+		if !idlePaused {
+			return nil
+		}
+		if err := m.resumeIdle(ctx, e.key, e.id, e.containerID); err != nil {
+			return err
+		}
+		m.mu.Lock()
+		e.live = nil // read the resume next time
+		m.mu.Unlock()
 		return nil
 	}
 	if !m.expire(ctx, e.id, e.containerID, row.Expires, e, true, held) {

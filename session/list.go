@@ -29,8 +29,13 @@ type Info struct {
 	Storage        string    `json:"storage"`
 
 	// Set by Info and Start (List leaves them empty).
-	Expires    time.Time         `json:"expires,omitzero"`      // removed then, used or not; zero: no time to live
-	Paused     time.Time         `json:"paused,omitzero"`       // since when, when paused through a Manager
+	Expires time.Time `json:"expires,omitzero"` // removed then, used or not; zero: no time to live
+	Paused  time.Time `json:"paused,omitzero"`  // since when, when paused through a Manager
+	// PausedBy says who paused a paused session (List sets it too):
+	// PausedByIdle (IDLE_ACTION=pause; its next call resumes it) or
+	// PausedByUser (it stays paused until Resume).
+	PausedBy   string            `json:"paused_by,omitempty"`
+	IdleAction string            `json:"idle_action,omitempty"` // what its idle timeout does: "stop" or "pause"
 	Image      string            `json:"image,omitempty"`       // the sandbox image's name ("default": SANDBOX_IMAGE)
 	Limits     *Limits           `json:"limits,omitempty"`      // what it was created with
 	Labels     map[string]string `json:"labels,omitempty"`      // its metadata (session.Labels)
@@ -185,9 +190,15 @@ func (m *Manager) List(ctx context.Context, opts ...ListOption) ([]Info, error) 
 		}
 		in := Info{ID: id, ContainerID: c.ID, State: c.Status, Created: c.Created, Storage: c.Labels[LabelStorage], Key: c.Labels[LabelKey]}
 		exp := labelExpiry(c)
+		if c.Paused {
+			in.PausedBy = PausedByUser // docker pause, when no row says
+		}
 		if r, ok := byID[id]; ok && r.ContainerID == c.ID {
 			in.Key, in.Created, in.LastUsed, in.ExecutionCount = r.Key, r.Created, r.LastUsed, r.ExecutionCount
 			exp = r.Expires // renewals live here
+			if c.Paused {
+				in.PausedBy = pausedBy(r.PauseReason)
+			}
 		}
 		if c.Running && pastExpiry(exp, now) {
 			// Not removed yet (no sweep ran since), but over: see Info.
