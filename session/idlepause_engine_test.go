@@ -20,7 +20,7 @@ func TestIdlePauseEngine(t *testing.T) {
 	cfg := testConfig(t, func(c *config.Config) {
 		c.IdleTimeout = 2 * time.Second
 		c.IdleAction = config.IdlePause
-		c.IdlePausedTimeout = 3 * time.Second
+		c.IdlePausedTimeout = 5 * time.Second // room for a loaded host between the pause and the next Exec
 	})
 	m := managerFor(t, cfg, namespace(), session.WithSweepInterval(200*time.Millisecond))
 	mustExec(t, m, "k", "x = 41")

@@ -43,7 +43,7 @@ func TestIdlePauseSweepDecisions(t *testing.T) {
 	cfg := fakeConfig(t)
 	cfg.IdleTimeout = time.Second
 	cfg.IdleAction = config.IdlePause
-	cfg.IdlePausedTimeout = 2 * time.Second
+	cfg.IdlePausedTimeout = 3 * time.Second
 	d := sessiontest.NewDriver()
 	m := quietManager(t, cfg, d, session.WithSweepInterval(50*time.Millisecond))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
