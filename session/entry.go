@@ -194,6 +194,17 @@ func (m *Manager) entry(ctx context.Context, key string, create bool, cr *creati
 	return e, nil
 }
 
+// holds reports whether e has opened, on container containerID. Its
+// container id is set before it is ready and never changes after.
+func (e *entry) holds(containerID string) bool {
+	select {
+	case <-e.ready:
+		return e.err == nil && e.containerID == containerID
+	default:
+		return false
+	}
+}
+
 // drop forgets e so that the next call on its key opens the session anew.
 func (m *Manager) drop(e *entry) {
 	m.mu.Lock()

@@ -151,7 +151,7 @@ func (m *Manager) removePausedIfDue(ctx context.Context, id string, c Container,
 	m.mu.Lock()
 	e := m.sessions[id]
 	m.mu.Unlock()
-	if e != nil {
+	if e != nil && e.holds(c.ID) {
 		m.drop(e)
 		m.closeIdle(e)
 	}

@@ -464,7 +464,11 @@ func (m *Manager) expire(ctx context.Context, id, containerID string, exp time.T
 			}
 		}
 	}
-	if e != nil {
+	// Only the entry of this container: one still opening, or opened on
+	// the key's next container, is not this session's (dropping it would
+	// lose what its first result says about this one); checkLive finds
+	// the end when it opens this container.
+	if e != nil && (held || e.holds(containerID)) {
 		m.drop(e)
 		if held {
 			closeClient(e)
