@@ -33,6 +33,23 @@ const (
 
 func (s Storage) valid() bool { return s == StorageTMPFS || s == StorageBind }
 
+// IdleAction says what the idle sweep does to a session unused for its
+// idle timeout.
+type IdleAction string
+
+const (
+	// IdleStop removes the session's container (BIND files stay): its
+	// Python state is gone, and its key starts a fresh session.
+	IdleStop IdleAction = "stop"
+	// IdlePause freezes the container, memory (the Python state) kept,
+	// and thaws it on the session's next call; removed after
+	// IdlePausedTimeout paused.
+	IdlePause IdleAction = "pause"
+)
+
+// Valid reports whether a is IdleStop or IdlePause.
+func (a IdleAction) Valid() bool { return a == IdleStop || a == IdlePause }
+
 // DatasetAccess says how sessions reach datasets.
 type DatasetAccess string
 
@@ -188,6 +205,16 @@ type Config struct {
 	// container is removed; 0 disables eviction. IDLE_TIMEOUT_S, in whole
 	// seconds, default 2700 (45 minutes), at least 0.
 	IdleTimeout time.Duration
+	// IdleAction is what happens to a session idle for IdleTimeout:
+	// IdleStop removes it, IdlePause freezes it until its next call.
+	// IDLE_ACTION, stop or pause (any letter case), default stop; the
+	// zero value is stop.
+	IdleAction IdleAction
+	// IdlePausedTimeout is how long a session the idle sweep paused stays
+	// paused, unused, before it is removed; 0 keeps it until its time to
+	// live. IDLE_PAUSED_TIMEOUT_S, in whole seconds, default 86400 (a
+	// day), at least 0.
+	IdlePausedTimeout time.Duration
 	// PoolSize is the number of warm containers kept ready for new
 	// sessions; 0 turns the pool off. POOL_SIZE, default 0, from 0 to 64.
 	PoolSize int
@@ -428,6 +455,9 @@ func Default() Config {
 		InterruptGrace: 5 * time.Second,
 		IdleTimeout:    2700 * time.Second,
 		MaxOutputBytes: 1 << 20,
+		// What the idle timeout does (IDLE_ACTION, IDLE_PAUSED_TIMEOUT_S).
+		IdleAction:        IdleStop,
+		IdlePausedTimeout: 86400 * time.Second,
 
 		ArtifactServerAddr:     ":8000",
 		ArtifactPublicURL:      "http://localhost:8000",
@@ -667,6 +697,7 @@ func (s spec) varError(value, want string) *VarError {
 const (
 	wantBool       = "true or false"
 	wantStorage    = "TMPFS or BIND"
+	wantIdleAction = "stop or pause"
 	wantAccess     = "NONE, LOCAL_RO, API or HYBRID"
 	wantCacheScope = "shared, namespace or session"
 	wantCPUs       = "a number > 0 and ≤ 64"
@@ -952,6 +983,27 @@ func baseSpecs() []spec {
 			5, 1, maxSeconds, "", func(c *Config) *time.Duration { return &c.InterruptGrace }),
 		durationSpec("IDLE_TIMEOUT_S", "idle time after which a session's container is removed, in seconds; 0 disables",
 			2700, 0, maxSeconds, " (0 disables eviction)", func(c *Config) *time.Duration { return &c.IdleTimeout }),
+		{
+			name: "IDLE_ACTION", def: string(IdleStop), want: wantIdleAction,
+			help: "what the idle timeout does to a session: stop (remove it) or pause (freeze it, resumed on its next call)",
+			set: func(c *Config, v string) bool {
+				a := IdleAction(strings.ToLower(v))
+				if !a.Valid() {
+					return false
+				}
+				c.IdleAction = a
+				return true
+			},
+			get: func(c Config) string { return string(c.IdleAction) },
+			check: func(c Config) string {
+				if c.IdleAction != "" && !c.IdleAction.Valid() { // "": stop, as before the setting
+					return wantIdleAction
+				}
+				return ""
+			},
+		},
+		durationSpec("IDLE_PAUSED_TIMEOUT_S", "time a session paused by IDLE_ACTION=pause stays paused before it is removed, in seconds; 0 keeps it until its time to live",
+			86400, 0, maxSeconds, " (0 keeps paused idle sessions until their time to live)", func(c *Config) *time.Duration { return &c.IdlePausedTimeout }),
 		intSpec("POOL_SIZE", "warm containers kept ready for new sessions; 0 turns the pool off", 0, 0, 64,
 			func(c *Config) *int { return &c.PoolSize }),
 		intSpec("MAX_OUTPUT_BYTES", "cap on each output stream of one execution, in bytes", 1<<20, 1024, math.MaxInt,

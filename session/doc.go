@@ -6,7 +6,9 @@
 //
 // NewManager checks the sandbox image, opens the history database
 // (ARTIFACTS_DB) and starts two background loops: the sweep, which removes
-// sessions idle for IDLE_TIMEOUT_S and containers no manager can use, and,
+// sessions idle for IDLE_TIMEOUT_S (or, with IDLE_ACTION=pause, pauses
+// them until their next call, and removes them after
+// IDLE_PAUSED_TIMEOUT_S paused) and containers no manager can use, and,
 // when POOL_SIZE > 0, the warm pool's filler. Exec on an unknown key starts
 // its container (or takes a warm one); on a known key it reuses it. Close
 // stops the loops, waits for calls in flight and removes the warm
@@ -28,11 +30,13 @@
 //
 // Pause freezes a session's container (memory kept, no CPU) until Resume;
 // a paused session is never evicted for idleness, and every call that would
-// reach its kernel fails with ErrPaused, in any process. A session may have
-// a time to live (TTL, default SESSION_TTL_S) that Renew extends: past it
-// the session is removed, used or not, by any manager's sweep or at its
-// next call. Start, or Exec with CreateWith, creates a session with options
-// of its own (Env, Labels, TTL, MemoryMB, CPUs, UseImage), checked against
+// reach its kernel fails with ErrPaused, in any process (only a pause by
+// the idle sweep is undone by the next call; Info.PausedBy says which). A
+// session may have a time to live (TTL, default SESSION_TTL_S) that Renew
+// extends: past it the session is removed, used or not, by any manager's
+// sweep or at its next call, and reads as expired at once. Start, or Exec
+// with CreateWith, creates a session with options of its own (Env, Labels,
+// TTL, MemoryMB, CPUs, UseImage, OnIdle), checked against
 // the operator's maxima and never trimmed. Pause and expiry live in the
 // engine and the database, so every process sees them; Info reads both.
 //

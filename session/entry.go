@@ -194,6 +194,17 @@ func (m *Manager) entry(ctx context.Context, key string, create bool, cr *creati
 	return e, nil
 }
 
+// holds reports whether e has opened, on container containerID. Its
+// container id is set before it is ready and never changes after.
+func (e *entry) holds(containerID string) bool {
+	select {
+	case <-e.ready:
+		return e.err == nil && e.containerID == containerID
+	default:
+		return false
+	}
+}
+
 // drop forgets e so that the next call on its key opens the session anew.
 func (m *Manager) drop(e *entry) {
 	m.mu.Lock()
@@ -213,12 +224,24 @@ func (m *Manager) open(ctx context.Context, e *entry, create bool) error {
 		c, err := m.drv.Inspect(ctx, name)
 		switch {
 		case err == nil && c.Paused:
-			// Frozen, its kernel unreachable until Resume; never judged
+			// Paused by the idle sweep: thawed for this call. Else
+			// frozen, its kernel unreachable until Resume; never judged
 			// dead for it.
+			if attempt < maxNameRaces && m.pausedByIdleRow(ctx, e.id, c.ID) {
+				if err := m.resumeIdle(ctx, e.key, e.id, c.ID); err != nil {
+					return err
+				}
+				continue
+			}
 			return pausedError(c.ID)
 		case err == nil && m.usable(c):
 			if reason, ended := m.recordedEnd(ctx, e.id, c.ID); !ended || !decidedEnd(reason) {
-				return m.attach(ctx, e, c)
+				err := m.attach(ctx, e, c)
+				if !errors.Is(err, errEndDecided) {
+					return err
+				}
+				// Decided while attaching (a sweep expired or evicted
+				// it): as below.
 			}
 			// Running, but another process decided its end (an idle
 			// eviction, a stop, an expiry) and is about to remove it:
@@ -228,7 +251,7 @@ func (m *Manager) open(ctx context.Context, e *entry, create bool) error {
 			if attempt >= maxNameRaces {
 				return fmt.Errorf("container %s: its end is recorded, but it still runs", shortID(c.ID))
 			}
-			if rmErr := m.drv.Remove(ctx, c.ID); rmErr != nil {
+			if rmErr := m.drv.Remove(ctx, c.ID); rmErr != nil && !errors.Is(rmErr, ErrContainerNotFound) {
 				m.log.Warn("remove a container whose end is recorded", "session_id", e.id, "container_id", shortID(c.ID), "err", rmErr)
 			}
 			continue
@@ -270,6 +293,13 @@ func (m *Manager) open(ctx context.Context, e *entry, create bool) error {
 			return fmt.Errorf("%w: container %s was removed", ErrSessionLost, shortID(row.ContainerID))
 		}
 		if !create {
+			if rerr == nil && strings.HasPrefix(row.StopReason, stopExpired) {
+				// Whether or not a sweep removed it yet, a lookup of a
+				// key whose session expired says so (and is still "no
+				// such session" to callers that only ask that).
+				return &Error{Op: "open", Key: e.key, ContainerID: row.ContainerID,
+					Err: fmt.Errorf("%w: %s (%w)", ErrExpired, strings.TrimPrefix(row.StopReason, stopExpired+": "), ErrNotFound)}
+			}
 			return ErrNotFound
 		}
 		// The one door every new session passes, whichever API asked.
@@ -320,6 +350,10 @@ func decidedEnd(reason string) bool {
 	}
 	return false
 }
+
+// errEndDecided is attach's answer for a container whose end another
+// process decided while it attached: open removes it and starts afresh.
+var errEndDecided = errors.New("the container's end was decided meanwhile")
 
 // maxNameRaces bounds how often open may lose the race for a key's
 // container name to another process and look again.
@@ -390,6 +424,11 @@ func (m *Manager) attach(ctx context.Context, e *entry, c Container) (err error)
 	client, err := m.dial(ctx, c.ID)
 	var lost *lostError
 	if errors.As(err, &lost) {
+		if reason, ended := m.recordedEnd(ctx, e.id, c.ID); ended && decidedEnd(reason) {
+			// Removed by whoever decided its end (an expiry, an
+			// eviction) as this process opened it: not a loss.
+			return errEndDecided
+		}
 		m.markStopped(ctx, e.id, c.ID, "lost: "+lost.reason)
 	}
 	if err != nil {
@@ -405,6 +444,14 @@ func (m *Manager) attach(ctx context.Context, e *entry, c Container) (err error)
 		m.touch(e, now)
 		if row.Stopped.IsZero() {
 			return nil
+		}
+		if decidedEnd(row.StopReason) {
+			// Another process (or this one's sweep) decided its end
+			// since open looked (see recordedEnd), and is removing it:
+			// recording it live again would name a removed container.
+			closeClient(e)
+			e.containerID = ""
+			return errEndDecided
 		}
 		// Running, so not ended (see recordedEnd): live again.
 		e.cr = m.creationOf(c)

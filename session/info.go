@@ -12,7 +12,7 @@ import (
 
 // Info describes the session of key from the engine and the database, so
 // what other processes did (pause, renew, stop) shows: its state
-// (StateRunning, StatePaused, StateStopped, StateLost), created, last used,
+// (StateRunning, StatePaused and by whom, StateStopped, StateLost), created, last used,
 // expiry, execution count, limits, metadata, memory use and image. It
 // neither creates nor resumes the session. ErrNotFound if the key never had
 // one (in this database). Reading the memory use costs the engine about a
@@ -62,13 +62,14 @@ func (m *Manager) info(ctx context.Context, key string, o infoOptions) (Info, er
 		cr := m.creationOf(c)
 		in.ContainerID, in.Created, in.Image, in.Labels = c.ID, c.Created, cr.image, cr.meta
 		in.Expires = labelExpiry(c)
+		in.IdleAction = string(m.idleActionOf(c))
 		in.Limits = &Limits{MemoryMB: cr.memoryMB, CPUs: cr.cpus, Pids: m.cfg.PidsLimit, TTL: cr.ttl}
 		if s := c.Labels[LabelStorage]; s != "" {
 			in.Storage = s
 		}
 		switch {
 		case c.Paused:
-			in.State = StatePaused
+			in.State, in.PausedBy = StatePaused, PausedByUser
 		case c.Running:
 			in.State = StateRunning
 		case c.Status == "created":
@@ -80,6 +81,9 @@ func (m *Manager) info(ctx context.Context, key string, o infoOptions) (Info, er
 	if haveR && (!haveC || row.ContainerID == c.ID) {
 		in.Created, in.LastUsed, in.ExecutionCount = row.Created, row.LastUsed, row.ExecutionCount
 		in.Expires, in.Paused = row.Expires, row.Paused
+		if in.State == StatePaused {
+			in.PausedBy = pausedBy(row.PauseReason)
+		}
 		if row.Storage != "" {
 			in.Storage = row.Storage
 		}
@@ -100,6 +104,12 @@ func (m *Manager) info(ctx context.Context, key string, o infoOptions) (Info, er
 	}
 	if in.Image == "" {
 		in.Image = "default"
+	}
+	if (in.State == StateRunning || in.State == StatePaused) && pastExpiry(in.Expires, time.Now()) {
+		// Its time to live is over, whether or not a sweep removed it
+		// yet (none runs with only short-lived processes): it never
+		// runs code again, so it reads as the sweep will record it.
+		in.State, in.StopReason, in.PausedBy = StateStopped, expiredReason(in.Expires), ""
 	}
 	m.mu.Lock()
 	if e := m.sessions[id]; e != nil && e.containerID == in.ContainerID && e.lastUsed.After(in.LastUsed) {

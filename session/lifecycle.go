@@ -41,6 +41,10 @@ const (
 	StatePaused  = "paused"
 	StateStopped = "stopped" // ended on purpose: Stop, idle, expired
 	StateLost    = "lost"    // its container died or was removed from outside
+	// StateExpired is List's state of a session past its time to live
+	// whose container no sweep has removed yet: it will never run code
+	// again (Info says StateStopped, with the expiry as StopReason).
+	StateExpired = "expired"
 )
 
 // stopExpired begins the stop reason of an expired session.
@@ -165,7 +169,8 @@ func freeze(ctx context.Context, p pauser, id string) error {
 // session paused (by another process, or by docker pause); best effort.
 func (m *Manager) recordPause(ctx context.Context, id string, at time.Time) {
 	row, err := m.store.Session(ctx, m.ns, id)
-	if err != nil || !row.Paused.IsZero() {
+	// A pause by the idle sweep becomes the caller's: it stays.
+	if err != nil || (!row.Paused.IsZero() && row.PauseReason != store.PauseIdle) {
 		return
 	}
 	if err := m.store.SetPaused(ctx, m.ns, id, at); err != nil {
@@ -331,11 +336,23 @@ func (m *Manager) checkLive(ctx context.Context, e *entry, held bool) error {
 		}
 		return ended
 	}
-	if !row.Paused.IsZero() {
+	// The idle sweep's pause is undone by the next call (below); a
+	// caller's never is.
+	idlePaused := !row.Paused.IsZero() && row.PauseReason == store.PauseIdle
+	if !row.Paused.IsZero() && !idlePaused {
 		return &Error{Op: "open", Key: e.key, ContainerID: e.containerID,
 			Err: fmt.Errorf("%w since %s: resume it first (Manager.Resume, agentbox resume KEY)", ErrPaused, row.Paused.Local().Format(time.RFC3339))}
 	}
-	if row.Expires.IsZero() || time.Now().Before(row.Expires) {
+	if !pastExpiry(row.Expires, time.Now()) {
+		if !idlePaused {
+			return nil
+		}
+		if err := m.resumeIdle(ctx, e.key, e.id, e.containerID); err != nil {
+			return err
+		}
+		m.mu.Lock()
+		e.live = nil // read the resume next time
+		m.mu.Unlock()
 		return nil
 	}
 	if !m.expire(ctx, e.id, e.containerID, row.Expires, e, true, held) {
@@ -407,7 +424,7 @@ func (m *Manager) expireIfDue(ctx context.Context, id string, c Container, row s
 	if recorded {
 		exp = row.Expires // renewals live here
 	}
-	if exp.IsZero() || now.Before(exp) {
+	if !pastExpiry(exp, now) {
 		return false
 	}
 	m.mu.Lock()
@@ -416,6 +433,16 @@ func (m *Manager) expireIfDue(ctx context.Context, id string, c Container, row s
 	return m.expire(ctx, id, c.ID, exp, e, recorded, false)
 }
 
+// expiredReason is the stop reason of a session whose time to live ended
+// at exp.
+func expiredReason(exp time.Time) string {
+	return fmt.Sprintf("%s: its time to live ended at %s", stopExpired, exp.Local().Format(time.RFC3339))
+}
+
+// pastExpiry reports whether a session expiring at exp (zero: never) has
+// expired at now.
+func pastExpiry(exp, now time.Time) bool { return !exp.IsZero() && !now.Before(exp) }
+
 // expire removes session id's container containerID, past its expiry exp.
 // With a record, the database decides first (in one statement, against a
 // renewal); one that another process expired counts as expired. e is this
@@ -423,7 +450,7 @@ func (m *Manager) expireIfDue(ctx context.Context, id string, c Container, row s
 // (its turn is taken here unless the caller holds it: held).
 func (m *Manager) expire(ctx context.Context, id, containerID string, exp time.Time, e *entry, recorded, held bool) bool {
 	now := time.Now()
-	reason := fmt.Sprintf("%s: its time to live ended at %s", stopExpired, exp.Local().Format(time.RFC3339))
+	reason := expiredReason(exp)
 	if recorded {
 		ok, err := m.store.ExpireSession(ctx, m.ns, id, containerID, now, reason)
 		if err != nil {
@@ -437,7 +464,11 @@ func (m *Manager) expire(ctx context.Context, id, containerID string, exp time.T
 			}
 		}
 	}
-	if e != nil {
+	// Only the entry of this container: one still opening, or opened on
+	// the key's next container, is not this session's (dropping it would
+	// lose what its first result says about this one); checkLive finds
+	// the end when it opens this container.
+	if e != nil && (held || e.holds(containerID)) {
 		m.drop(e)
 		if held {
 			closeClient(e)

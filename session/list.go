@@ -21,7 +21,7 @@ type Info struct {
 	Key            string    `json:"key"` // empty if no record names it (its history was deleted)
 	ID             string    `json:"id"`
 	ContainerID    string    `json:"container"`
-	State          string    `json:"state"` // List: the container's ("running", "paused", "exited", ...); Info, Start: StateRunning, StatePaused, StateStopped or StateLost
+	State          string    `json:"state"` // List: the container's ("running", "paused", "exited", ...), or StateExpired; Info, Start: StateRunning, StatePaused, StateStopped or StateLost
 	Created        time.Time `json:"created"`
 	LastUsed       time.Time `json:"last_used"`
 	ExecutionCount int       `json:"execution_count"`
@@ -29,12 +29,17 @@ type Info struct {
 	Storage        string    `json:"storage"`
 
 	// Set by Info and Start (List leaves them empty).
-	Expires    time.Time         `json:"expires,omitzero"`      // removed then, used or not; zero: no time to live
-	Paused     time.Time         `json:"paused,omitzero"`       // since when, when paused through a Manager
+	Expires time.Time `json:"expires,omitzero"` // removed then, used or not; zero: no time to live
+	Paused  time.Time `json:"paused,omitzero"`  // since when, when paused through a Manager
+	// PausedBy says who paused a paused session (List sets it too):
+	// PausedByIdle (IDLE_ACTION=pause; its next call resumes it) or
+	// PausedByUser (it stays paused until Resume).
+	PausedBy   string            `json:"paused_by,omitempty"`
+	IdleAction string            `json:"idle_action,omitempty"` // what its idle timeout does: "stop" or "pause"
 	Image      string            `json:"image,omitempty"`       // the sandbox image's name ("default": SANDBOX_IMAGE)
 	Limits     *Limits           `json:"limits,omitempty"`      // what it was created with
 	Labels     map[string]string `json:"labels,omitempty"`      // its metadata (session.Labels)
-	StopReason string            `json:"stop_reason,omitempty"` // why it is stopped or lost
+	StopReason string            `json:"stop_reason,omitempty"` // why it is stopped or lost (List: expired)
 }
 
 // Limits are a session's resource limits.
@@ -177,14 +182,27 @@ func (m *Manager) List(ctx context.Context, opts ...ListOption) ([]Info, error) 
 		byID[r.ID] = r
 	}
 	out := make([]Info, 0, len(list))
+	now := time.Now()
 	for _, c := range list {
 		id, ok := strings.CutPrefix(c.Name, m.ns+"_")
 		if !ok || strings.HasPrefix(id, "pool_") {
 			continue // a warm container handed out but not renamed yet
 		}
 		in := Info{ID: id, ContainerID: c.ID, State: c.Status, Created: c.Created, Storage: c.Labels[LabelStorage], Key: c.Labels[LabelKey]}
+		exp := labelExpiry(c)
+		if c.Paused {
+			in.PausedBy = PausedByUser // docker pause, when no row says
+		}
 		if r, ok := byID[id]; ok && r.ContainerID == c.ID {
 			in.Key, in.Created, in.LastUsed, in.ExecutionCount = r.Key, r.Created, r.LastUsed, r.ExecutionCount
+			exp = r.Expires // renewals live here
+			if c.Paused {
+				in.PausedBy = pausedBy(r.PauseReason)
+			}
+		}
+		if c.Running && pastExpiry(exp, now) {
+			// Not removed yet (no sweep ran since), but over: see Info.
+			in.State, in.StopReason = StateExpired, expiredReason(exp)
 		}
 		if o.keep != nil && !o.keep(in.Key) {
 			continue

@@ -365,7 +365,9 @@ func (m *Manager) labels(role string) map[string]string {
 		LabelNamespace: m.ns,
 		LabelStorage:   string(m.cfg.SessionStorage),
 		// Seconds, rounded up: a timeout under a second is not "never".
-		LabelIdleTimeout: strconv.FormatInt(int64((m.cfg.IdleTimeout+time.Second-1)/time.Second), 10),
+		LabelIdleTimeout:       strconv.FormatInt(int64((m.cfg.IdleTimeout+time.Second-1)/time.Second), 10),
+		LabelIdleAction:        string(m.defaultIdleAction()),
+		LabelIdlePausedTimeout: strconv.FormatInt(int64((m.cfg.IdlePausedTimeout+time.Second-1)/time.Second), 10),
 	}
 	if role != "" {
 		l[LabelRole] = role

@@ -39,6 +39,9 @@ type metrics struct {
 	kernelRestarts *prometheus.CounterVec // cause
 	dbRetries      prometheus.Counter
 	dbFailures     *prometheus.CounterVec // op
+	// idle counts what IDLE_ACTION=pause did: paused, resumed (by a
+	// call), removed_paused (after IDLE_PAUSED_TIMEOUT_S).
+	idle *prometheus.CounterVec
 }
 
 // durations from a millisecond (a warm exec) to ten minutes.
@@ -75,10 +78,12 @@ func (m *Manager) registerMetrics(reg prometheus.Registerer) error {
 			Help: "History records written on a later call after their first write failed."}),
 		dbFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentbox_db_failures_total",
 			Help: "Writes to the history database that failed, by operation."}, []string{"op"}),
+		idle: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentbox_idle_pause_total",
+			Help: "Sessions the idle sweep paused (IDLE_ACTION=pause), that a call resumed, and that were removed after IDLE_PAUSED_TIMEOUT_S paused."}, []string{"action"}),
 	}
 	cs := []prometheus.Collector{
 		x.executions, x.execDuration, x.commands, x.cmdDuration, x.coldStart, x.poolAcquire, x.poolTakes,
-		x.artifacts, x.artifactBytes, x.dedupHits, x.datasetFetches, x.kernelRestarts, x.dbRetries, x.dbFailures,
+		x.artifacts, x.artifactBytes, x.dedupHits, x.datasetFetches, x.kernelRestarts, x.dbRetries, x.dbFailures, x.idle,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "agentbox_pool_ready",
 			Help: "Warm containers waiting for new sessions."}, func() float64 { return float64(m.PoolReady()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "agentbox_pool_size",
@@ -109,7 +114,7 @@ func (m *Manager) unregisterMetrics() {
 // when scraped (one List: an engine call and a database read).
 type sessionsCollector struct{ m *Manager }
 
-var sessionsDesc = prometheus.NewDesc("agentbox_sessions", "Sessions of the namespace by container state (running, paused, exited, ...), whichever process started them.", []string{"state"}, nil)
+var sessionsDesc = prometheus.NewDesc("agentbox_sessions", "Sessions of the namespace by container state (running, paused, paused_idle: paused by the idle sweep, expired, exited, ...), whichever process started them.", []string{"state"}, nil)
 
 // listTimeout bounds the List of a scrape.
 const listTimeout = 5 * time.Second
@@ -124,13 +129,25 @@ func (c sessionsCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.NewInvalidMetric(sessionsDesc, err)
 		return
 	}
-	by := map[string]int{"running": 0, "paused": 0}
+	by := map[string]int{"running": 0, "paused": 0, "paused_idle": 0}
 	for _, in := range infos {
-		by[in.State]++
+		state := in.State
+		if state == StatePaused && in.PausedBy == PausedByIdle {
+			state = "paused_idle"
+		}
+		by[state]++
 	}
 	for state, n := range by {
 		ch <- prometheus.MustNewConstMetric(sessionsDesc, prometheus.GaugeValue, float64(n), state)
 	}
+}
+
+// idleDone counts one step of an idle pause.
+func (x *metrics) idleDone(action string) {
+	if x == nil {
+		return
+	}
+	x.idle.WithLabelValues(action).Inc()
 }
 
 func (x *metrics) execDone(res *Result, err error) {

@@ -57,7 +57,7 @@ func (e *OptionError) Error() string {
 func (e *OptionError) Unwrap() []error { return []error{e.Err, e.Cause} }
 
 // StartOption sets what a new session is made with: Env, Labels, TTL,
-// MemoryMB, CPUs or UseImage. Options apply in order; a later one of the
+// MemoryMB, CPUs, UseImage or OnIdle. Options apply in order; a later one of the
 // same kind adds to (Env, Labels) or replaces (the others) an earlier
 // one. The zero StartOption changes nothing.
 type StartOption struct{ apply func(*startOptions) }
@@ -69,6 +69,8 @@ type startOptions struct {
 	memoryMB int
 	cpus     float64
 	image    string
+	// idleAction is OnIdle's; "" the configuration's.
+	idleAction config.IdleAction
 }
 
 // Env sets environment variables of the session's processes (the Python
@@ -144,6 +146,8 @@ type creation struct {
 	cpus     float64
 	image    string // its name
 	ref      string // its reference
+	// idleAction is what the idle timeout does to it.
+	idleAction config.IdleAction
 	// custom is set when a warm container, made with the defaults, cannot
 	// serve it.
 	custom bool
@@ -221,7 +225,14 @@ func (m *Manager) resolve(key string, opts []StartOption) (*creation, error) {
 		}
 	}
 	cfg := m.cfg
-	cr := &creation{ttl: cfg.SessionTTL, memoryMB: cfg.MemoryMB, cpus: cfg.CPUs, image: config.DefaultImageName, ref: cfg.SandboxImage}
+	cr := &creation{ttl: cfg.SessionTTL, memoryMB: cfg.MemoryMB, cpus: cfg.CPUs, image: config.DefaultImageName, ref: cfg.SandboxImage,
+		idleAction: m.defaultIdleAction()}
+	if o.idleAction != "" {
+		if !o.idleAction.Valid() {
+			return nil, &OptionError{Option: "idle action", Name: string(o.idleAction), Want: "want stop or pause", Err: ErrInvalidOption}
+		}
+		cr.idleAction = o.idleAction
+	}
 	var err error
 	if cr.env, err = m.checkEnv(o.env); err != nil {
 		return nil, err
@@ -265,7 +276,8 @@ func (m *Manager) resolve(key string, opts []StartOption) (*creation, error) {
 		}
 		cr.image, cr.ref = o.image, ch.ref
 	}
-	cr.custom = len(cr.env) > 0 || len(cr.meta) > 0 || cr.memoryMB != cfg.MemoryMB || cr.cpus != cfg.CPUs || cr.image != config.DefaultImageName
+	cr.custom = len(cr.env) > 0 || len(cr.meta) > 0 || cr.memoryMB != cfg.MemoryMB || cr.cpus != cfg.CPUs || cr.image != config.DefaultImageName ||
+		cr.idleAction != m.defaultIdleAction()
 	return cr, nil
 }
 
@@ -415,7 +427,9 @@ func (m *Manager) applyCreation(spec *Spec, cr *creation, now time.Time) {
 	}
 	if cr.ttl > 0 {
 		spec.Labels[LabelTTL] = strconv.FormatInt(int64((cr.ttl+time.Second-1)/time.Second), 10)
-		spec.Labels[LabelExpires] = strconv.FormatInt(now.Add(cr.ttl).Unix(), 10)
+		// Rounded up: a label earlier than the expiry would have a
+		// sweep that sees no record yet remove a session still live.
+		spec.Labels[LabelExpires] = strconv.FormatInt((now.Add(cr.ttl).UnixMilli()+999)/1000, 10)
 	}
 	if cr.memoryMB != m.cfg.MemoryMB {
 		spec.Labels[LabelMemoryMB] = strconv.Itoa(cr.memoryMB)
@@ -426,12 +440,16 @@ func (m *Manager) applyCreation(spec *Spec, cr *creation, now time.Time) {
 	for k, v := range cr.meta {
 		spec.Labels[LabelMetaPrefix+k] = v
 	}
+	if cr.idleAction != "" {
+		spec.Labels[LabelIdleAction] = string(cr.idleAction)
+	}
 }
 
 // creationOf reads back from its labels what container c was made with;
 // what they do not say is the configuration's default.
 func (m *Manager) creationOf(c Container) *creation {
-	cr := &creation{memoryMB: m.cfg.MemoryMB, cpus: m.cfg.CPUs, image: config.DefaultImageName, ref: m.cfg.SandboxImage}
+	cr := &creation{memoryMB: m.cfg.MemoryMB, cpus: m.cfg.CPUs, image: config.DefaultImageName, ref: m.cfg.SandboxImage,
+		idleAction: m.idleActionOf(c)}
 	l := c.Labels
 	if n, ok := l[LabelImage]; ok {
 		cr.image = n

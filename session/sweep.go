@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/internal/store"
 )
 
@@ -28,7 +29,9 @@ func (m *Manager) sweepLoop() {
 }
 
 // sweep looks once at every container of the namespace: sessions unused for
-// IDLE_TIMEOUT_S are removed (their BIND folders stay); containers no manager
+// IDLE_TIMEOUT_S are removed (their BIND folders stay), or paused with
+// IDLE_ACTION=pause, and removed once paused so for IDLE_PAUSED_TIMEOUT_S;
+// containers no manager
 // can use (stopped, dead, from another image) and warm containers of managers
 // that did not clean up are removed once older than the grace period.
 func (m *Manager) sweep(ctx context.Context) {
@@ -87,8 +90,14 @@ func (m *Manager) sweep(ctx context.Context) {
 			if ok && m.expireIfDue(ctx, id, c, rows[id], now) {
 				continue
 			}
-			// A paused session is idle on purpose.
-			if ok && timeout > 0 && !c.Paused {
+			// A session the idle sweep paused goes after its
+			// IDLE_PAUSED_TIMEOUT_S; one a caller paused is idle on
+			// purpose.
+			if ok && c.Paused {
+				m.removePausedIfDue(ctx, id, c, rows[id], now)
+				continue
+			}
+			if ok && timeout > 0 {
 				m.evictIfIdle(ctx, id, c, rows[id], now, timeout)
 			}
 		}
@@ -216,6 +225,9 @@ func (m *Manager) evictIfIdle(ctx context.Context, id string, c Container, row s
 		default:
 			return
 		}
+	}
+	if recorded && !decided && m.idleActionOf(c) == config.IdlePause && m.pauseIdle(ctx, id, c, last) {
+		return // paused instead (IDLE_ACTION=pause), or left as it is
 	}
 	// Idle until now, not the sweep's start: the probe may have taken a
 	// while.

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/internal/termsafe"
 	"github.com/agentbox/agentbox/kernel"
 	"github.com/agentbox/agentbox/session"
@@ -35,6 +36,7 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	fs.Var(labels, "label", "")
 	var ttl durationFlag
 	fs.Var(&ttl, "ttl", "")
+	onIdle := fs.String("on-idle", "", "")
 	if status, ok := parseFlags(fs, args, stdout, stderr); !ok {
 		return status
 	}
@@ -96,6 +98,9 @@ func runExec(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	if ttl > 0 {
 		create = append(create, session.TTL(time.Duration(ttl)))
+	}
+	if *onIdle != "" {
+		create = append(create, session.OnIdle(config.IdleAction(strings.ToLower(*onIdle))))
 	}
 	opts = append(opts, session.CreateWith(create...))
 	var p *printer

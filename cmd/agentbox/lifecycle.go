@@ -143,6 +143,9 @@ func writeInfo(w io.Writer, in session.Info, now time.Time) {
 	switch {
 	case in.State == session.StatePaused && !in.Paused.IsZero():
 		state += " since " + at(in.Paused)
+		if in.PausedBy == session.PausedByIdle {
+			state += " by its idle timeout (its next call resumes it)"
+		}
 	case in.StopReason != "":
 		state += ": " + in.StopReason
 	}

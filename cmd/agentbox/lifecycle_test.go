@@ -94,3 +94,38 @@ func TestLifecycleCommands(t *testing.T) {
 		t.Errorf("exec --env LD_PRELOAD: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
+
+// TestExpiredSessionViews: once a session's time to live has passed, each
+// new process (info, ls) says it expired, though no sweep removed it
+// (issue 24 row 8: it said "running" until one did), and the next exec
+// runs in a fresh session that says the old one expired.
+func TestExpiredSessionViews(t *testing.T) {
+	sandboxEnv(t)
+	r := agentbox(t, "", "exec", "--session", "ttl", "--ttl", "3s", "x = 1")
+	if r.code != exitOK {
+		t.Fatalf("exec --ttl: exit %d: %s", r.code, r.stderr)
+	}
+	r = agentbox(t, "", "info", "--json", "ttl")
+	var in struct {
+		State   string    `json:"state"`
+		Expires time.Time `json:"expires"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &in); err != nil || in.Expires.IsZero() {
+		t.Fatalf("info --json: %v: %s", err, r.stdout)
+	}
+	for !time.Now().After(in.Expires) {
+		time.Sleep(time.Until(in.Expires) + 10*time.Millisecond)
+	}
+	if r = agentbox(t, "", "info", "ttl"); !strings.Contains(r.stdout, "state       stopped: expired: its time to live ended at ") {
+		t.Errorf("info past the expiry: exit %d:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// Each command sweeps once as it starts, which may remove the
+	// container meanwhile: ls then no longer lists it.
+	if r = agentbox(t, "", "ls"); strings.Contains(r.stdout, "running") {
+		t.Errorf("ls past the expiry:\n%s", r.stdout)
+	}
+	r = agentbox(t, "", "exec", "--session", "ttl", "'x' in globals()")
+	if r.code != exitOK || r.stdout != "False\n" || !strings.Contains(r.stderr, "expired") {
+		t.Errorf("exec past the expiry: exit %d, stdout %q, stderr %q; want a fresh session saying the old one expired", r.code, r.stdout, r.stderr)
+	}
+}

@@ -58,13 +58,17 @@ func writeTable(w io.Writer, list []session.Info, now time.Time) {
 		if key == "" {
 			key = "-" // its record is gone; the id still names it
 		}
+		state := in.State
+		if in.PausedBy == session.PausedByIdle {
+			state += " (idle)" // its next call resumes it
+		}
 		mem := "-"
 		if in.MemoryBytes > 0 {
 			mem = humanBytes(in.MemoryBytes)
 		}
 		// The sandbox's container can carry any labels and state text.
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", termsafe.Line(key), termsafe.Line(in.ID),
-			termsafe.Line(shortContainer(in.ContainerID)), termsafe.Line(in.State),
+			termsafe.Line(shortContainer(in.ContainerID)), termsafe.Line(state),
 			since(in.Created, now), since(in.LastUsed, now), mem)
 	}
 	tw.Flush()

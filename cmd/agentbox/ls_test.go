@@ -88,6 +88,29 @@ func TestWriteTable(t *testing.T) {
 	}
 }
 
+// TestWriteTablePausedByIdle: ls tells a session the idle sweep paused
+// (its next call resumes it) from one a caller paused, and shows an
+// expired one as such.
+func TestWriteTablePausedByIdle(t *testing.T) {
+	now := time.Date(2026, 1, 2, 15, 0, 0, 0, time.UTC)
+	var b strings.Builder
+	writeTable(&b, []session.Info{
+		{Key: "a", ID: "a-1", ContainerID: "c1", State: "paused", PausedBy: session.PausedByIdle},
+		{Key: "b", ID: "b-1", ContainerID: "c2", State: "paused", PausedBy: session.PausedByUser},
+		{Key: "c", ID: "c-1", ContainerID: "c3", State: session.StateExpired},
+	}, now)
+	for _, want := range []string{"a    a-1  c1         paused (idle)", "b    b-1  c2         paused  ", "c    c-1  c3         expired"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table does not show %q:\n%s", want, b.String())
+		}
+	}
+	var info strings.Builder
+	writeInfo(&info, session.Info{Key: "a", State: "paused", PausedBy: session.PausedByIdle, Paused: now}, now)
+	if !strings.Contains(info.String(), "by its idle timeout (its next call resumes it)") {
+		t.Errorf("info of an idle-paused session:\n%s", info.String())
+	}
+}
+
 func TestSinceAndHumanBytes(t *testing.T) {
 	now := time.Now()
 	for _, tt := range []struct {

@@ -154,6 +154,9 @@ commands:
       --label NAME=VALUE    metadata label of the session, if this call creates it (repeatable)
       --ttl D               time to live of the session, if this call creates it, such
                             as 30m (default SESSION_TTL_S; renew extends it)
+      --on-idle ACTION      what the idle timeout does to the session, if this call
+                            creates it: stop (remove it) or pause (freeze it; its next
+                            call resumes it) (default IDLE_ACTION)
       --raw                 print the code's output as it is, escape sequences included
                             (by default they are shown escaped, such as \x1b for ESC, so
                             that the sandbox cannot act on your terminal)
@@ -208,7 +211,7 @@ exit status:
      denied, a cap (FILES_MAX_FILE_MB, FILES_MAX_CALL_MB), a full /session,
      a paused session
   2  usage or configuration error, an --id reused for other code, or a
-     session option refused (--env, --label, --ttl)
+     session option refused (--env, --label, --ttl, --on-idle)
   3  the sandbox failed: engine unreachable, image missing or stale (run
      sandbox-setup), session lost, or another system error
   130 interrupted by Ctrl-C before the code started

@@ -265,6 +265,12 @@ func viewKey(ctx context.Context, cfg config.Config, ns string, o options, out *
 	switch {
 	case v.live != nil:
 		v.Session.State = v.live.State
+		if v.live.PausedBy == session.PausedByIdle {
+			v.Session.State += " (idle)" // its next call resumes it
+		}
+		if v.Session.StopReason == "" {
+			v.Session.StopReason = v.live.StopReason // expired, not removed yet
+		}
 		v.Session.Container = v.live.ContainerID
 		v.Session.MemoryBytes = v.live.MemoryBytes
 		if v.live.LastUsed.After(v.Session.LastUsed) {
@@ -486,6 +492,9 @@ func listSessions(ctx context.Context, cfg config.Config, ns string, o options, 
 		row := listRow{Key: r.Key, ID: r.ID, Container: r.ContainerID, Created: r.Created, LastUsed: r.LastUsed, ExecutionCount: r.ExecutionCount}
 		if in, ok := byID[r.ID]; ok {
 			row.State, row.Container, row.MemoryBytes = in.State, in.ContainerID, in.MemoryBytes
+			if in.PausedBy == session.PausedByIdle {
+				row.State += " (idle)" // its next call resumes it
+			}
 			if in.LastUsed.After(row.LastUsed) {
 				row.LastUsed = in.LastUsed
 			}

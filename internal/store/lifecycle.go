@@ -27,13 +27,56 @@ func fromUnixMilli(ms int64) time.Time {
 	return time.UnixMilli(ms).UTC()
 }
 
-// SetPaused records that the running session was paused at at, or, with the
-// zero time, that it runs again. ErrNotFound if no running session has that
+// PauseIdle is the PauseReason of a session the idle sweep paused.
+const PauseIdle = "idle"
+
+// SetPaused records that the running session was paused by a caller at
+// at (a pause by the idle sweep becomes a caller's), or, with the zero
+// time, that it runs again. ErrNotFound if no running session has that
 // namespace and id.
 func (s *Store) SetPaused(ctx context.Context, ns, id string, at time.Time) error {
 	return s.updateSession(ctx, "pause", ns, id,
-		`UPDATE sessions SET paused = ? WHERE namespace = ? AND id = ? AND stopped = ''`,
+		`UPDATE sessions SET paused = ?, pause_reason = '' WHERE namespace = ? AND id = ? AND stopped = ''`,
 		unixMilli(at), ns, id)
+}
+
+// PauseIdleSession records that the idle sweep paused session id's
+// container containerID at at, if nothing used it after seen: as
+// EvictSession decides an eviction, in one statement against a use that
+// begins meanwhile. It reports whether it did; the caller then freezes
+// the container (or, failing, clears the pause with SetPaused).
+func (s *Store) PauseIdleSession(ctx context.Context, ns, id, containerID string, seen, at time.Time) (bool, error) {
+	res, err := s.db.ExecContext(ctx, `UPDATE sessions SET paused = ?, pause_reason = ?
+		WHERE namespace = ? AND id = ? AND container_id = ? AND stopped = '' AND paused = 0 AND last_used <= ?
+		AND NOT EXISTS (SELECT 1 FROM intents i
+			WHERE i.namespace = sessions.namespace AND i.session_id = sessions.id AND i.started > ?)`,
+		unixMilli(at), PauseIdle, ns, id, containerID, formatTime(seen), formatTime(seen))
+	var n int64
+	if err == nil {
+		n, err = res.RowsAffected()
+	}
+	if err != nil {
+		return false, fmt.Errorf("pause idle session %s/%s (container %.12s): %w", ns, id, containerID, err)
+	}
+	return n == 1, nil
+}
+
+// EvictPausedSession records the end of session id's container
+// containerID, for reason, if the idle sweep paused it at paused and it
+// has stayed so: a resume (or a caller's pause) since leaves it alone. It
+// reports whether it ended the row; the caller then removes the container.
+func (s *Store) EvictPausedSession(ctx context.Context, ns, id, containerID string, paused, at time.Time, reason string) (bool, error) {
+	res, err := s.db.ExecContext(ctx, `UPDATE sessions SET stopped = ?, stop_reason = ?
+		WHERE namespace = ? AND id = ? AND container_id = ? AND stopped = '' AND pause_reason = ? AND paused = ?`,
+		formatTime(at), reason, ns, id, containerID, PauseIdle, unixMilli(paused))
+	var n int64
+	if err == nil {
+		n, err = res.RowsAffected()
+	}
+	if err != nil {
+		return false, fmt.Errorf("evict paused session %s/%s (container %.12s): %w", ns, id, containerID, err)
+	}
+	return n == 1, nil
 }
 
 // RenewSession sets the expiry of a running session that has not expired at
@@ -89,7 +132,7 @@ func (s *Store) ExpireSession(ctx context.Context, ns, id, containerID string, n
 // running session has that namespace and id.
 func (s *Store) ResumeSession(ctx context.Context, ns, id string, at time.Time) error {
 	return s.updateSession(ctx, "resume", ns, id,
-		`UPDATE sessions SET paused = 0, last_used = ? WHERE namespace = ? AND id = ? AND stopped = ''`,
+		`UPDATE sessions SET paused = 0, pause_reason = '', last_used = ? WHERE namespace = ? AND id = ? AND stopped = ''`,
 		formatTime(at), ns, id)
 }
 
@@ -101,6 +144,7 @@ type Liveness struct {
 	Stopped     bool
 	Expires     time.Time // zero: never
 	Paused      time.Time // zero: not paused
+	PauseReason string    // PauseIdle: the idle sweep paused it; its next call resumes it
 }
 
 // SessionLiveness reads a session's Liveness: a narrow read, since it runs
@@ -111,8 +155,8 @@ func (s *Store) SessionLiveness(ctx context.Context, ns, id string) (Liveness, e
 		stopped         string
 		expires, paused int64
 	)
-	err := s.db.QueryRowContext(ctx, `SELECT container_id, stopped, expires, paused FROM sessions WHERE namespace = ? AND id = ?`, ns, id).
-		Scan(&l.ContainerID, &stopped, &expires, &paused)
+	err := s.db.QueryRowContext(ctx, `SELECT container_id, stopped, expires, paused, pause_reason FROM sessions WHERE namespace = ? AND id = ?`, ns, id).
+		Scan(&l.ContainerID, &stopped, &expires, &paused, &l.PauseReason)
 	if errors.Is(err, sql.ErrNoRows) {
 		err = ErrNotFound
 	}

@@ -30,10 +30,14 @@ type Session struct {
 
 	Expires time.Time // past it the session is removed; zero: never (see RenewSession)
 	Paused  time.Time // when it was paused; zero while not paused (see SetPaused)
+	// PauseReason is PauseIdle when the idle sweep paused it (see
+	// PauseIdleSession), "" when a caller did or it is not paused.
+	PauseReason string
 }
 
 // PutSession inserts or replaces the session with s's namespace and id, as
-// running: Stopped, StopReason and Paused are cleared, whatever s holds.
+// running: Stopped, StopReason, Paused and PauseReason are cleared,
+// whatever s holds.
 func (s *Store) PutSession(ctx context.Context, sess Session) error {
 	if sess.ID == "" {
 		return fmt.Errorf("put session %q: empty id", sess.Key)
@@ -52,7 +56,7 @@ func (s *Store) PutSession(ctx context.Context, sess Session) error {
 			key = excluded.key, container_id = excluded.container_id, image = excluded.image,
 			storage = excluded.storage, created = excluded.created, last_used = excluded.last_used,
 			execution_count = excluded.execution_count, stopped = '', stop_reason = '', limits = excluded.limits,
-			expires = excluded.expires, paused = 0`,
+			expires = excluded.expires, paused = 0, pause_reason = ''`,
 		sess.Namespace, sess.ID, sess.Key, sess.ContainerID, sess.Image, sess.Storage,
 		formatTime(sess.Created), formatTime(sess.LastUsed), sess.ExecutionCount, string(limits), unixMilli(sess.Expires))
 	if err != nil {
@@ -180,7 +184,7 @@ func (s *Store) updateSession(ctx context.Context, op, ns, id, query string, arg
 
 // sessionColumns is the column list scanSession reads.
 const sessionColumns = `namespace, id, key, container_id, image, storage, created, last_used,
-	execution_count, stopped, stop_reason, limits, expires, paused`
+	execution_count, stopped, stop_reason, limits, expires, paused, pause_reason`
 
 // Session returns the session with namespace ns and id id, or ErrNotFound.
 func (s *Store) Session(ctx context.Context, ns, id string) (Session, error) {
@@ -229,7 +233,7 @@ func scanSession(sc scanner) (Session, error) {
 		expires, paused            int64
 	)
 	err := sc.Scan(&sess.Namespace, &sess.ID, &sess.Key, &sess.ContainerID, &sess.Image, &sess.Storage,
-		&created, &used, &sess.ExecutionCount, &stop, &sess.StopReason, &limit, &expires, &paused)
+		&created, &used, &sess.ExecutionCount, &stop, &sess.StopReason, &limit, &expires, &paused, &sess.PauseReason)
 	if err != nil {
 		return Session{}, err
 	}

@@ -74,8 +74,9 @@ func TestMigrationTraceIDUpgrade(t *testing.T) {
 	if err := s.RecordExecution(ctx, &store.Execution{Namespace: "ns", SessionID: "s", ExecID: "old", Code: "1 + 1"}); err != nil {
 		t.Fatal(err)
 	}
-	// Back to version 8.
+	// Back to version 8 (migration 10 undone too).
 	if _, err := s.DB().ExecContext(ctx, `ALTER TABLE executions DROP COLUMN trace_id;
+		ALTER TABLE sessions DROP COLUMN pause_reason;
 		DELETE FROM schema_migrations WHERE version >= 9`); err != nil {
 		t.Fatal(err)
 	}

@@ -231,7 +231,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// command to retry logic), the not-offered ones too, so a client
 	// learns the one thing that helps first. /metrics alone answers: the
 	// engine reads it, the frozen sandbox does nothing for it.
-	if err == nil && c.info.State == session.StatePaused && pat != "/metrics" {
+	// A sandbox paused by its idle timeout (IDLE_ACTION=pause) is not: its
+	// next call resumes it.
+	if err == nil && c.info.State == session.StatePaused && c.info.PausedBy != session.PausedByIdle && pat != "/metrics" {
 		err = pausedErr(id)
 	}
 	if err == nil {

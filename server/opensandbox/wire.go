@@ -27,6 +27,11 @@ const (
 	StateFailed     = "Failed"
 )
 
+// ExtensionIdleAction is the create extension that sets what the idle
+// timeout does to the sandbox: "stop" (delete it) or "pause" (Paused,
+// reason "idle"; its next execd call resumes it). Default IDLE_ACTION.
+const ExtensionIdleAction = "agentbox.idleAction"
+
 // idleEntrypoint is the entrypoint every sandbox reports: the container's
 // init idles waiting for work, which is what the SDK's default asks for.
 var idleEntrypoint = []string{"tail", "-f", "/dev/null"}
@@ -111,6 +116,10 @@ func status(info session.Info) sandboxStatus {
 	case session.StatePaused:
 		s.State = StatePaused
 		s.Reason = "paused"
+		if info.PausedBy == session.PausedByIdle {
+			// Not a user's pause: the next execd call resumes it.
+			s.Reason, s.Message = "idle", "paused after its idle timeout; its next call resumes it"
+		}
 		if !info.Paused.IsZero() {
 			t := wireTime(info.Paused)
 			s.LastTransitionAt = &t
@@ -348,6 +357,13 @@ func startOptions(req createRequest, cfg config.Config) ([]session.StartOption, 
 	}
 	if _, ok := req.Extensions["access.renew.extend.seconds"]; ok {
 		return nil, invalid("extensions: access.renew.extend.seconds (renew on access) is not supported; renew with renew-expiration")
+	}
+	if v, ok := req.Extensions[ExtensionIdleAction]; ok {
+		a := config.IdleAction(strings.ToLower(strings.TrimSpace(v)))
+		if !a.Valid() {
+			return nil, invalid("extensions: %s %q: want stop or pause", ExtensionIdleAction, truncate(v, 32))
+		}
+		opts = append(opts, session.OnIdle(a))
 	}
 	// The spec requires image (or a snapshot, refused above): a create
 	// without one is a client's mistake, not a request for the default.
