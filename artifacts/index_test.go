@@ -70,7 +70,7 @@ func TestMigrationUpgrade(t *testing.T) {
 	}
 	// Back to version 1.
 	if _, err := s.DB().ExecContext(ctx, `DROP TABLE artifacts; DROP TABLE dataset_cache; DROP TABLE dataset_status; DROP TABLE intents;
-		ALTER TABLE sessions DROP COLUMN expires; ALTER TABLE sessions DROP COLUMN paused;
+		ALTER TABLE sessions DROP COLUMN expires; ALTER TABLE sessions DROP COLUMN paused; ALTER TABLE sessions DROP COLUMN pause_reason;
 		ALTER TABLE executions DROP COLUMN kind; ALTER TABLE executions DROP COLUMN exit_code; ALTER TABLE executions DROP COLUMN trace_id;
 		DELETE FROM schema_migrations WHERE version >= 2`); err != nil {
 		t.Fatal(err)

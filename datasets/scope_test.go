@@ -158,7 +158,7 @@ func TestCacheUpgrade(t *testing.T) {
 	if _, err := db.ExecContext(t.Context(), `DROP TABLE dataset_cache;
 		CREATE TABLE dataset_cache (id TEXT PRIMARY KEY, sha256 TEXT NOT NULL, size INTEGER NOT NULL, fetched TEXT NOT NULL);
 		INSERT INTO dataset_cache VALUES ('old.txt', ?, ?, '2025-01-01T00:00:00.000000000Z');
-		ALTER TABLE sessions DROP COLUMN expires; ALTER TABLE sessions DROP COLUMN paused;
+		ALTER TABLE sessions DROP COLUMN expires; ALTER TABLE sessions DROP COLUMN paused; ALTER TABLE sessions DROP COLUMN pause_reason;
 		ALTER TABLE executions DROP COLUMN kind; ALTER TABLE executions DROP COLUMN exit_code; ALTER TABLE executions DROP COLUMN trace_id;
 		DELETE FROM schema_migrations WHERE version >= 6`, sha, size); err != nil {
 		t.Fatal(err)
