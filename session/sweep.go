@@ -40,6 +40,7 @@ func (m *Manager) sweep(ctx context.Context) {
 	if err := m.art.blobs.Flush(ctx); err != nil && ctx.Err() == nil {
 		m.log.Warn("sweep: place pending artifact blobs", "err", err)
 	}
+	listed := time.Now()
 	list, err := m.drv.List(ctx, map[string]string{LabelNamespace: m.ns})
 	if err != nil {
 		if ctx.Err() == nil {
@@ -55,7 +56,7 @@ func (m *Manager) sweep(ctx context.Context) {
 	}
 	now := time.Now()
 	defer m.releaseDisks(ctx)
-	m.endVanished(ctx, list, rows, now)
+	m.endVanished(ctx, list, listed, rows, now)
 	for _, c := range list {
 		if ctx.Err() != nil {
 			return
@@ -107,11 +108,12 @@ func (m *Manager) sweep(ctx context.Context) {
 // endVanished records the end of the sessions whose rows say they live
 // but whose containers the engine no longer has (removed behind agentbox's
 // back, lost with an engine restart): until then they would count against
-// their tenant's quotas (TENANT_MAX_SANDBOXES) for good. A row younger
-// than the grace period is left alone: its container may have been
-// created after the list was taken. The next call on such a key says the
+// their tenant's quotas (TENANT_MAX_SANDBOXES) for good. A row made or
+// used since the list was taken (at listed) is left alone: its container
+// may be newer than the list, or renamed from a warm one since; so is one
+// younger than the grace period. The next call on such a key says the
 // session was lost, as it would have.
-func (m *Manager) endVanished(ctx context.Context, list []Container, rows map[string]store.Session, now time.Time) {
+func (m *Manager) endVanished(ctx context.Context, list []Container, listed time.Time, rows map[string]store.Session, now time.Time) {
 	if m.quota == nil {
 		return
 	}
@@ -120,7 +122,8 @@ func (m *Manager) endVanished(ctx context.Context, list []Container, rows map[st
 		seen[strings.TrimPrefix(c.Name, m.ns+"_")] = true
 	}
 	for id, r := range rows {
-		if !r.Stopped.IsZero() || seen[id] || now.Sub(r.Created) <= m.grace || now.Sub(r.LastUsed) <= m.grace {
+		if !r.Stopped.IsZero() || seen[id] || !r.Created.Before(listed) || !r.LastUsed.Before(listed) ||
+			now.Sub(r.Created) <= m.grace || now.Sub(r.LastUsed) <= m.grace {
 			continue
 		}
 		m.markStopped(ctx, id, r.ContainerID, "lost: removed")

@@ -341,3 +341,36 @@ func BenchmarkExecQuota(b *testing.B) {
 		})
 	}
 }
+
+// TestSweepNeverEndsASessionBornAfterItsList: the sweep that records the
+// end of sessions whose containers vanished (so they stop counting against
+// quotas) lists the containers, then reads the rows; a session created in
+// between has a row and no container in that list, and must not be taken
+// for one removed behind the Manager's back, whatever the grace period.
+func TestSweepNeverEndsASessionBornAfterItsList(t *testing.T) {
+	d := sessiontest.NewDriver()
+	cfg := testConfig(t, func(c *config.Config) {
+		c.TenantMaxSandboxes, c.TenantMaxMemoryMB, c.TenantMaxInflight, c.TenantMaxArtifactMB = 100, 0, 0, 0
+	})
+	m := startManager(t, d, cfg, session.WithQuotaGroup(tenantOf), session.WithSweepInterval(time.Millisecond), session.WithOrphanGrace(0))
+	const n = 40
+	for i := range n {
+		if _, err := m.Start(t.Context(), fmt.Sprintf("tA/%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list, err := m.List(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range list {
+		if _, err := m.Info(t.Context(), in.Key); err != nil || in.State != session.StateRunning {
+			t.Errorf("session %s: state %s, %v", in.Key, in.State, err)
+		}
+	}
+	// The quota sees all of them: the 41st of a limit of 40 is refused.
+	cfg.TenantMaxSandboxes = n
+	m2 := startManager(t, d, cfg, session.WithQuotaGroup(tenantOf))
+	_, err = m2.Start(t.Context(), "tA/extra")
+	wantQuota(t, err, "sandboxes", "TENANT_MAX_SANDBOXES")
+}
