@@ -23,21 +23,6 @@ import (
 //go:embed fileops.py
 var fileOpsScript string
 
-// execStreamer is the optional capability of a Driver to start a helper
-// process in a container as a user and join its standard input and
-// output. The files API needs it (the Docker driver has it).
-type execStreamer interface {
-	ExecStream(ctx context.Context, id, user string, cmd []string) (execStream, error)
-}
-
-// execStream is a helper process's standard input (Write, CloseWrite) and
-// output (Read); what it wrote to standard error is kept for messages.
-type execStream interface {
-	io.ReadWriteCloser
-	CloseWrite() error
-	Stderr() string
-}
-
 // ExecStream starts cmd in container id as user. A paused container is
 // ErrPaused, a stopped or missing one ErrSessionLost: the engine answers
 // both with a conflict, which is not a name in use here.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentbox/agentbox/internal/docker"
 	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/session/driver"
 )
 
 // Lifecycle: a session may be paused (its container frozen, memory kept)
@@ -25,7 +26,7 @@ var (
 	// ErrPaused means the session is paused: calls that reach its kernel
 	// or its files are refused until Resume (nothing thaws it behind the
 	// back of whoever paused it).
-	ErrPaused = errors.New("session paused")
+	ErrPaused = driver.ErrPaused
 	// ErrExpired means the session's time to live ran out: it is (being)
 	// removed, and cannot be renewed. The next Exec on the key starts a
 	// fresh session, and its result says so.
@@ -45,13 +46,6 @@ const (
 
 // stopExpired begins the stop reason of an expired session.
 const stopExpired = "expired"
-
-// pauser is the optional capability of a Driver to freeze and thaw a
-// container.
-type pauser interface {
-	Pause(ctx context.Context, id string) error
-	Unpause(ctx context.Context, id string) error
-}
 
 func (d dockerDriver) Pause(ctx context.Context, id string) error {
 	return classifyState(d.cli.PauseContainer(ctx, id))

@@ -17,12 +17,6 @@ import (
 	"github.com/agentbox/agentbox/config"
 )
 
-// fileWriter is the optional capability of a Driver to write a file into a
-// container through the engine (a TMPFS session on a remote engine).
-type fileWriter interface {
-	WriteFile(ctx context.Context, id, user, path string, r io.Reader) error
-}
-
 // localSession returns the host folder holding the session's /session: the
 // BIND folder, or in TMPFS mode the container's tmpfs seen through
 // /proc/<pid>/root when the engine is local; "" when files can only go
