@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentbox/agentbox/internal/docker"
 	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/session/driver"
 )
@@ -46,23 +45,6 @@ const (
 
 // stopExpired begins the stop reason of an expired session.
 const stopExpired = "expired"
-
-func (d dockerDriver) Pause(ctx context.Context, id string) error {
-	return classifyState(d.cli.PauseContainer(ctx, id))
-}
-
-func (d dockerDriver) Unpause(ctx context.Context, id string) error {
-	return classifyState(d.cli.UnpauseContainer(ctx, id))
-}
-
-// classifyState is classify for calls whose conflict means a container in
-// the wrong state, not a taken name.
-func classifyState(err error) error {
-	if errors.Is(err, docker.ErrConflict) {
-		return err
-	}
-	return classify(err)
-}
 
 func pausedError(containerID string) error {
 	return fmt.Errorf("%w: container %s is frozen: resume it first (Manager.Resume, agentbox resume KEY)", ErrPaused, shortID(containerID))

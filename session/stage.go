@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/internal/docker"
 )
 
 // localSession returns the host folder holding the session's /session: the
@@ -25,7 +26,7 @@ func (m *Manager) localSession(ctx context.Context, e *entry) string {
 	if m.cfg.SessionStorage == config.StorageBind {
 		return m.workspace(e)
 	}
-	if e.hostRoot == "" || !sameContainer(e.hostRoot, e.containerID) {
+	if e.hostRoot == "" || !docker.SameContainer(e.hostRoot, e.containerID) {
 		e.hostRoot = ""
 		if hr, ok := m.drv.(hostRooter); ok {
 			e.hostRoot = hr.HostRoot(ctx, e.containerID)
