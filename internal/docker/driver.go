@@ -227,7 +227,9 @@ func (d Driver) HostRoot(ctx context.Context, id string) string {
 
 // SameContainer reports whether the process behind a /proc/<pid>/root path
 // still belongs to container id (a pid may be reused once it exits), and
-// whether this process may read its files.
+// whether this process may read its files. HostRoot checks it before
+// naming a root, and session checks it again before each use of one it
+// kept.
 func SameContainer(root, id string) bool {
 	cg, err := os.ReadFile(filepath.Join(filepath.Dir(root), "cgroup"))
 	if err != nil || !strings.Contains(string(cg), id) {
@@ -343,8 +345,8 @@ func (d Driver) StreamCommand(ctx context.Context, id, user string, cmd []string
 }
 
 // ExecStream starts cmd in container id as user. A paused container is
-// driver.ErrPaused, a stopped or missing one driver.ErrSessionLost: the engine answers
-// both with a conflict, which is not a name in use here.
+// driver.ErrPaused, a stopped or missing one driver.ErrSessionLost: the
+// engine answers both with a conflict, which is not a name in use here.
 func (d Driver) ExecStream(ctx context.Context, id, user string, cmd []string) (driver.Stream, error) {
 	s, err := d.cli.Exec(ctx, id, user, cmd)
 	if err == nil {
