@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 )
@@ -46,14 +45,6 @@ except (SyntaxError, ValueError, OverflowError, MemoryError, RecursionError):
     answer = "invalid"
 sys.stdout.write(answer)
 `
-
-// commandRunner is the optional capability of a Driver to run a short
-// helper command in a container as a user, its standard input given, and
-// return the start of what it wrote to its standard output. It is not for
-// user code, which only the kernel runs.
-type commandRunner interface {
-	RunCommand(ctx context.Context, id, user string, cmd []string, stdin io.Reader, maxOut int) ([]byte, error)
-}
 
 // IsComplete reports whether source, the lines typed at a prompt so far
 // joined by "\n", is ready to run, by the rules of Python's interactive

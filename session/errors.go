@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/agentbox/agentbox/kernel"
+	"github.com/agentbox/agentbox/session/driver"
 )
 
 var (
@@ -18,11 +19,11 @@ var (
 	// ErrSessionLost means the session's container was removed, killed or
 	// stopped from outside (or the engine restarted): its state is gone. The
 	// next call on the key starts a fresh session.
-	ErrSessionLost = errors.New("session lost")
+	ErrSessionLost = driver.ErrSessionLost
 	// ErrUnavailable means the container engine could not be reached.
-	ErrUnavailable = errors.New("sandbox engine unavailable")
+	ErrUnavailable = driver.ErrUnavailable
 	// ErrImageMissing means the sandbox image does not exist: run sandbox-setup.
-	ErrImageMissing = errors.New("sandbox image missing")
+	ErrImageMissing = driver.ErrImageMissing
 	// ErrImageStale means the sandbox image was built from other sources or
 	// speaks another protocol: run sandbox-setup.
 	ErrImageStale = errors.New("sandbox image stale")
@@ -43,14 +44,14 @@ var (
 
 	// ErrContainerNotFound is what a Driver returns for a container that does
 	// not exist.
-	ErrContainerNotFound = errors.New("container not found")
+	ErrContainerNotFound = driver.ErrContainerNotFound
 	// ErrNameInUse is what a Driver returns when creating or renaming a
 	// container to a name another container has.
-	ErrNameInUse = errors.New("container name in use")
+	ErrNameInUse = driver.ErrNameInUse
 	// ErrContainerStart is what a Driver's Create returns when the engine
 	// made the container but could not start its first process (the
 	// container is removed again).
-	ErrContainerStart = errors.New("container could not start")
+	ErrContainerStart = driver.ErrContainerStart
 )
 
 // notSandboxImage is the type of ErrNotSandboxImage.

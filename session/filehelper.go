@@ -11,8 +11,6 @@ import (
 	"path"
 	"strings"
 	"sync"
-
-	"github.com/agentbox/agentbox/internal/docker"
 )
 
 // fileOpsScript is the helper every files API call runs in the container,
@@ -22,43 +20,6 @@ import (
 //
 //go:embed fileops.py
 var fileOpsScript string
-
-// execStreamer is the optional capability of a Driver to start a helper
-// process in a container as a user and join its standard input and
-// output. The files API needs it (the Docker driver has it).
-type execStreamer interface {
-	ExecStream(ctx context.Context, id, user string, cmd []string) (execStream, error)
-}
-
-// execStream is a helper process's standard input (Write, CloseWrite) and
-// output (Read); what it wrote to standard error is kept for messages.
-type execStream interface {
-	io.ReadWriteCloser
-	CloseWrite() error
-	Stderr() string
-}
-
-// ExecStream starts cmd in container id as user. A paused container is
-// ErrPaused, a stopped or missing one ErrSessionLost: the engine answers
-// both with a conflict, which is not a name in use here.
-func (d dockerDriver) ExecStream(ctx context.Context, id, user string, cmd []string) (execStream, error) {
-	s, err := d.cli.Exec(ctx, id, user, cmd)
-	if err == nil {
-		return s, nil
-	}
-	if errors.Is(err, docker.ErrConflict) || errors.Is(err, docker.ErrNotFound) {
-		st, ierr := d.cli.InspectContainer(ctx, id)
-		switch {
-		case errors.Is(ierr, docker.ErrNotFound) || errors.Is(err, docker.ErrNotFound):
-			return nil, fmt.Errorf("%w: container %s was removed", ErrSessionLost, shortID(id))
-		case ierr == nil && st.Status == "paused":
-			return nil, fmt.Errorf("%w: container %s is paused", ErrPaused, shortID(id))
-		case ierr == nil && !st.Running:
-			return nil, fmt.Errorf("%w: container %s is not running (%s)", ErrSessionLost, shortID(id), st.Status)
-		}
-	}
-	return nil, classify(err)
-}
 
 // maxHelperLine bounds one JSON line of the helper: a FileInfo with a path
 // of the longest the kernel allows (4096 bytes), escaped.

@@ -29,25 +29,6 @@ const maxScan = 10000
 // always used: an export of a FIFO says ErrNotRegular to its caller.
 var errNotRegular = ErrNotRegular
 
-// fileReader is the optional capability of a Driver to stream files out of
-// a container (TMPFS sessions, whose files exist nowhere else).
-type fileReader interface {
-	ReadFiles(ctx context.Context, id, user, dir string, names []string, fn func(name string, r io.Reader) error) error
-}
-
-// hostRooter is the optional capability of a Driver to name a container's
-// root filesystem on this host (TMPFS files are then read directly).
-type hostRooter interface {
-	HostRoot(ctx context.Context, id string) string
-}
-
-// fileRemover is the optional capability of a Driver to delete a file in a
-// container without going through the kernel (which would count as an
-// execution).
-type fileRemover interface {
-	RemoveFile(ctx context.Context, id, user, path string) error
-}
-
 // Skipped is a file under /session/artifacts that was not ingested, and why.
 type Skipped struct {
 	Name   string `json:"name"`

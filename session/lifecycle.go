@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentbox/agentbox/internal/docker"
 	"github.com/agentbox/agentbox/internal/store"
+	"github.com/agentbox/agentbox/session/driver"
 )
 
 // Lifecycle: a session may be paused (its container frozen, memory kept)
@@ -25,7 +25,7 @@ var (
 	// ErrPaused means the session is paused: calls that reach its kernel
 	// or its files are refused until Resume (nothing thaws it behind the
 	// back of whoever paused it).
-	ErrPaused = errors.New("session paused")
+	ErrPaused = driver.ErrPaused
 	// ErrExpired means the session's time to live ran out: it is (being)
 	// removed, and cannot be renewed. The next Exec on the key starts a
 	// fresh session, and its result says so.
@@ -49,30 +49,6 @@ const (
 
 // stopExpired begins the stop reason of an expired session.
 const stopExpired = "expired"
-
-// pauser is the optional capability of a Driver to freeze and thaw a
-// container.
-type pauser interface {
-	Pause(ctx context.Context, id string) error
-	Unpause(ctx context.Context, id string) error
-}
-
-func (d dockerDriver) Pause(ctx context.Context, id string) error {
-	return classifyState(d.cli.PauseContainer(ctx, id))
-}
-
-func (d dockerDriver) Unpause(ctx context.Context, id string) error {
-	return classifyState(d.cli.UnpauseContainer(ctx, id))
-}
-
-// classifyState is classify for calls whose conflict means a container in
-// the wrong state, not a taken name.
-func classifyState(err error) error {
-	if errors.Is(err, docker.ErrConflict) {
-		return err
-	}
-	return classify(err)
-}
 
 func pausedError(containerID string) error {
 	return fmt.Errorf("%w: container %s is frozen: resume it first (Manager.Resume, agentbox resume KEY)", ErrPaused, shortID(containerID))

@@ -1,7 +1,6 @@
 package session
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -132,23 +131,6 @@ func (c *Command) check() error {
 		}
 	}
 	return nil
-}
-
-// commandStreamer is the optional capability of a Driver to start a
-// process in a container as a user with its standard input and output
-// joined to a stream: what shell commands run over. Closing the stream
-// ends the process's input.
-type commandStreamer interface {
-	StreamCommand(ctx context.Context, id, user string, cmd []string) (CommandStream, error)
-}
-
-// CommandStream is a process's standard input (Write, CloseWrite) and
-// output (Read), as a commandStreamer returns it.
-type CommandStream interface {
-	io.ReadWriteCloser
-	CloseWrite() error
-	// Stderr is what the process wrote to its standard error so far.
-	Stderr() string
 }
 
 // supervisorSpec is what the supervisor reads first.

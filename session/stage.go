@@ -15,13 +15,8 @@ import (
 	"syscall"
 
 	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/internal/docker"
 )
-
-// fileWriter is the optional capability of a Driver to write a file into a
-// container through the engine (a TMPFS session on a remote engine).
-type fileWriter interface {
-	WriteFile(ctx context.Context, id, user, path string, r io.Reader) error
-}
 
 // localSession returns the host folder holding the session's /session: the
 // BIND folder, or in TMPFS mode the container's tmpfs seen through
@@ -31,7 +26,7 @@ func (m *Manager) localSession(ctx context.Context, e *entry) string {
 	if m.cfg.SessionStorage == config.StorageBind {
 		return m.workspace(e)
 	}
-	if e.hostRoot == "" || !sameContainer(e.hostRoot, e.containerID) {
+	if e.hostRoot == "" || !docker.SameContainer(e.hostRoot, e.containerID) {
 		e.hostRoot = ""
 		if hr, ok := m.drv.(hostRooter); ok {
 			e.hostRoot = hr.HostRoot(ctx, e.containerID)

@@ -7,4 +7,8 @@
 // streams (builds, pulls, exec streams) run as long as that context lives.
 // Engine errors are classified by type (not found, connection failed), never by
 // text, into the sentinels in errors.go.
+//
+// Driver (driver.go) is the session/driver.Driver over the engine, with
+// every optional capability; it maps these sentinels onto the driver
+// package's.
 package docker
