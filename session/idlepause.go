@@ -114,7 +114,7 @@ func (m *Manager) pauseIdle(ctx context.Context, id string, c Container, last ti
 		undo(ErrBusy)
 		return true
 	}
-	if err := freeze(ctx, p, c.ID); err != nil {
+	if err := p.Pause(ctx, c.ID); err != nil {
 		if err = m.raced(ctx, c, true, err); err != nil {
 			undo(err)
 			return true

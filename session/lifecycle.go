@@ -101,7 +101,7 @@ func (m *Manager) Pause(ctx context.Context, key string) (err error) {
 	}
 	err = m.bumpEpoch()
 	if err == nil {
-		err = freeze(ctx, p, c.ID)
+		err = p.Pause(ctx, c.ID) // the driver retries a freezer that gave up
 	}
 	if err != nil {
 		if err = m.raced(ctx, c, true, err); err == nil {
@@ -114,31 +114,6 @@ func (m *Manager) Pause(ctx context.Context, key string) (err error) {
 		return fail(err)
 	}
 	return nil
-}
-
-// freezeAttempts is how often freeze asks the engine to pause a container
-// whose freezer gave up.
-const freezeAttempts = 4
-
-// freeze pauses container id, trying again (after 250 ms, 500 ms, 1 s)
-// when the engine's freezer gave up: runc's cgroup v1 freezer fails now
-// and then while processes fork in the container on a loaded machine,
-// thaws it and reports "unable to freeze", and a new attempt usually
-// succeeds. Other errors are returned at once.
-func freeze(ctx context.Context, p pauser, id string) error {
-	delay := 250 * time.Millisecond
-	for attempt := 1; ; attempt++ {
-		err := p.Pause(ctx, id)
-		if err == nil || attempt == freezeAttempts || !strings.Contains(err.Error(), "unable to freeze") {
-			return err
-		}
-		select {
-		case <-time.After(delay):
-		case <-ctx.Done():
-			return errors.Join(err, ctx.Err())
-		}
-		delay *= 2
-	}
 }
 
 // recordPause makes the database agree with an engine that shows the

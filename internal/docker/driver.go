@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	sandboximage "github.com/agentbox/agentbox/sandbox-image"
 	"github.com/agentbox/agentbox/session/driver"
@@ -369,7 +370,38 @@ func (d Driver) ExecStream(ctx context.Context, id, user string, cmd []string) (
 // Pause freezes a running container; a conflict (not running, already
 // paused) stays the engine's error.
 func (d Driver) Pause(ctx context.Context, id string) error {
-	return driverStateError(d.cli.PauseContainer(ctx, id))
+	return freeze(ctx, freezeDelay, func(ctx context.Context) error {
+		return driverStateError(d.cli.PauseContainer(ctx, id))
+	})
+}
+
+// freezeAttempts is how often Pause asks the engine to pause a container
+// whose freezer gave up; freezeDelay is the first wait between attempts
+// (doubled after each).
+const (
+	freezeAttempts = 4
+	freezeDelay    = 250 * time.Millisecond
+)
+
+// freeze calls pause, trying again (after delay, twice it, four times it)
+// when the engine's freezer gave up: runc's cgroup v1 freezer fails now
+// and then while processes fork in the container on a loaded machine,
+// thaws it and reports "unable to freeze", and a new attempt usually
+// succeeds. That is this engine's message, which is why the retry lives
+// in this driver. Other errors are returned at once.
+func freeze(ctx context.Context, delay time.Duration, pause func(context.Context) error) error {
+	for attempt := 1; ; attempt++ {
+		err := pause(ctx)
+		if err == nil || attempt == freezeAttempts || !strings.Contains(err.Error(), "unable to freeze") {
+			return err
+		}
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		}
+		delay *= 2
+	}
 }
 
 // Unpause thaws a paused container; a conflict (not paused) stays the
