@@ -29,7 +29,7 @@ import (
 	"github.com/agentbox/agentbox/kernel"
 )
 
-//go:embed Dockerfile packages.txt agentbox_init.py agentbox_kernel.py agentbox_frames.py agentbox_bridge.py agentbox_pip
+//go:embed Dockerfile packages.txt agentbox_init.py agentbox_kernel.py agentbox_frames.py agentbox_bridge.py agentbox_pip agentbox_supervisor.py agentbox_probes.py
 var sources embed.FS
 
 // Labels set on every sandbox image.
@@ -45,6 +45,11 @@ const (
 	InitPath   = "/opt/agentbox/agentbox_init.py"
 	KernelPath = "/opt/agentbox/agentbox_kernel.py"
 	BridgePath = "/opt/agentbox/agentbox_bridge.py"
+	// SupervisorPath runs one shell command for the host, as root (see
+	// agentbox_supervisor.py); ProbesPath answers the host's short
+	// questions (agentbox_probes.py: commands, complete).
+	SupervisorPath = "/opt/agentbox/agentbox_supervisor.py"
+	ProbesPath     = "/opt/agentbox/agentbox_probes.py"
 )
 
 // The sandbox's two users. The init (PID 1) runs as root with only the

@@ -371,6 +371,45 @@ class ListFilesTest(unittest.TestCase):
         self.assertEqual(self.list_files(os.path.join(self.tmp.name, "nope"), 100), ([], False))
 
 
+class ProbesTest(unittest.TestCase):
+    """agentbox_probes.py: the host's short questions."""
+
+    def test_counts_root_supervisors_only(self):
+        import tempfile
+
+        import agentbox_probes
+
+        with tempfile.TemporaryDirectory() as d:
+            def proc(pid, uid, argv):
+                os.mkdir(os.path.join(d, pid))
+                with open(os.path.join(d, pid, "status"), "wb") as f:
+                    f.write(b"Name:\tx\nUid:\t%d\t%d\t%d\t%d\n" % (uid, uid, uid, uid))
+                with open(os.path.join(d, pid, "cmdline"), "wb") as f:
+                    f.write(b"\0".join(argv) + b"\0")
+
+            sup = agentbox_probes.SUPERVISOR.encode()
+            proc("10", 0, [b"python3", b"-I", b"-S", b"-B", sup])
+            proc("11", 0, [b"python3", b"-I", b"-S", b"-B", sup])
+            proc("12", 1000, [b"python3", sup])  # the sandbox user's: not one
+            proc("13", 0, [b"python3", b"/opt/agentbox/agentbox_probes.py", b"commands"])
+            proc("14", 0, [b"python3", sup + b".bak"])
+            os.mkdir(os.path.join(d, "15"))  # gone while looked at
+            os.mkdir(os.path.join(d, "self"))
+            self.assertEqual(agentbox_probes.count_supervisors(d), 2)
+
+    def test_completeness(self):
+        import agentbox_probes
+
+        for src, want in [("x = 1", "complete"), ("def f():", "incomplete"), ("(1,", "incomplete"),
+                          ("1 +* 2", "invalid"), ("print('\\d')", "complete")]:
+            self.assertEqual(agentbox_probes.completeness(src), want, src)
+
+    def test_usage(self):
+        import agentbox_probes
+
+        self.assertEqual(agentbox_probes.main(["agentbox_probes.py", "nope"]), 2)
+
+
 def _add_tests():
     paths = sorted(glob.glob(os.path.join(GOLDEN, "*.jsonl")))
     if not paths:

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/internal/dockertest"
+	sandboximage "github.com/agentbox/agentbox/sandbox-image"
 	"github.com/agentbox/agentbox/session"
 )
 
@@ -36,7 +37,7 @@ func engineDriver(t *testing.T) (session.Driver, commandStreamer) {
 // isSupervisor tells a shell command's supervisor from the other commands
 // the manager runs in a container (probes).
 func isSupervisor(cmd []string) bool {
-	return len(cmd) > 0 && strings.HasPrefix(cmd[len(cmd)-1], "# agentbox-shell-supervisor")
+	return len(cmd) > 0 && cmd[len(cmd)-1] == sandboximage.SupervisorPath
 }
 
 // slowCommandStart is the real engine, slow to start a shell command's

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	sandboximage "github.com/agentbox/agentbox/sandbox-image"
 )
 
 // Completeness says whether source typed at an interactive prompt is ready
@@ -30,21 +32,6 @@ const completeTimeout = 10 * time.Second
 
 // maxCompleteAnswer is the most output of the helper read.
 const maxCompleteAnswer = 64
-
-// completeScript answers for the source on its standard input with the
-// rules of Python's interactive prompt (code.InteractiveConsole):
-// codeop.compile_command in "single" mode returns a code object (complete),
-// None (incomplete), or raises (invalid). Warnings the compiler gives
-// (invalid escape sequences, say) are the kernel's to show, not the check's.
-const completeScript = `import codeop, sys, warnings
-warnings.simplefilter("ignore")
-src = sys.stdin.buffer.read().decode("utf-8", "replace")
-try:
-    answer = "complete" if codeop.compile_command(src, "<input>", "single") is not None else "incomplete"
-except (SyntaxError, ValueError, OverflowError, MemoryError, RecursionError):
-    answer = "invalid"
-sys.stdout.write(answer)
-`
 
 // IsComplete reports whether source, the lines typed at a prompt so far
 // joined by "\n", is ready to run, by the rules of Python's interactive
@@ -75,7 +62,7 @@ func (m *Manager) IsComplete(ctx context.Context, key, source string) (Completen
 	ctx, cancel := context.WithTimeout(ctx, completeTimeout)
 	defer cancel()
 	out, err := cr.RunCommand(ctx, e.containerID, m.cfg.User,
-		[]string{"python3", "-I", "-S", "-B", "-c", completeScript}, strings.NewReader(source), maxCompleteAnswer)
+		[]string{"python3", "-I", "-S", "-B", sandboximage.ProbesPath, "complete"}, strings.NewReader(source), maxCompleteAnswer)
 	if err != nil {
 		return fail(err)
 	}

@@ -177,10 +177,11 @@ func (o *outcome) startError() error {
 
 // supervisorCommand is what the driver runs for a command.
 func supervisorCommand() []string {
-	return []string{"python3", "-I", "-S", "-B", "-c", shellSupervisor}
+	return []string{"python3", "-I", "-S", "-B", sandboximage.SupervisorPath}
 }
 
-// supervisorUser runs the supervisor as the init does (see shellSupervisor).
+// supervisorUser runs the supervisor as the init does (see
+// sandbox-image/agentbox_supervisor.py).
 const supervisorUser = sandboximage.BridgeUser
 
 // newCommandID names a command in the history, apart from executions.

@@ -7,35 +7,17 @@ import (
 	"strconv"
 	"strings"
 	"time"
-)
 
-// commandProbe prints how many shell supervisors run in a container: root
-// processes whose command line starts with the supervisor's first line.
-// Sandbox code cannot start a root process, so it cannot fake one. The
-// mark is assembled at run time so that the probe does not count itself.
-const commandProbe = `import os
-mark = ("# agentbox-shell-" + "supervisor").encode()
-n = 0
-for pid in os.listdir("/proc"):
-    if not pid.isdigit():
-        continue
-    try:
-        with open("/proc/%s/status" % pid, "rb") as f:
-            uid = [l for l in f.read().splitlines() if l.startswith(b"Uid:")][0].split()[1]
-        with open("/proc/%s/cmdline" % pid, "rb") as f:
-            argv = f.read().split(b"\0")
-    except (OSError, IndexError):
-        continue
-    if uid == b"0" and any(a.startswith(mark) for a in argv):
-        n += 1
-print(n)
-`
+	sandboximage "github.com/agentbox/agentbox/sandbox-image"
+)
 
 // commandProbeTimeout bounds the probe: a container that cannot answer it
 // in that time cannot be running a command anyone can use either.
 const commandProbeTimeout = 5 * time.Second
 
-// commandsRunning counts the shell commands running in container id,
+// commandsRunning counts the shell commands running in container id (root
+// processes running the supervisor: sandbox code cannot start one, so it
+// cannot fake one; see sandbox-image/agentbox_probes.py),
 // whichever process started them: what the engine shows, not this
 // Manager's memory, so that one manager's sweep does not evict a session
 // while another runs a command in it.
@@ -46,7 +28,7 @@ func (m *Manager) commandsRunning(ctx context.Context, id string) (int, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, commandProbeTimeout)
 	defer cancel()
-	s, err := cs.StreamCommand(ctx, id, supervisorUser, []string{"python3", "-I", "-S", "-B", "-c", commandProbe})
+	s, err := cs.StreamCommand(ctx, id, supervisorUser, []string{"python3", "-I", "-S", "-B", sandboximage.ProbesPath, "commands"})
 	if err != nil {
 		return 0, fmt.Errorf("look for commands in container %s: %w", shortID(id), err)
 	}

@@ -142,7 +142,7 @@ func (m *Manager) commandSession(ctx context.Context, key string) (*entry, strin
 // supervise runs cmd under the supervisor in container id, passing each
 // output frame to emit, and returns the supervisor's outcome, given first
 // to done (if not nil) while the supervisor still waits (see
-// shellSupervisor: a sweep that counts supervisors then sees the session
+// agentbox_supervisor.py: a sweep that counts supervisors then sees the session
 // busy until done has recorded the command): a command
 // that could not start is a *CommandError. timeout 0 is none. maxOut caps
 // each stream in the container (0: everything streams). When ctx ends the supervisor is told

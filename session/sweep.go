@@ -188,7 +188,7 @@ func (m *Manager) evictIfIdle(ctx context.Context, id string, c Container, row s
 		return
 	}
 	// row was read before the probe: a command that ended since was
-	// recorded before its supervisor left (see shellSupervisor), so a
+	// recorded before its supervisor left (see sandbox-image/agentbox_supervisor.py), so a
 	// fresh read sees its use; a pause since is recorded before the
 	// container freezes.
 	fresh, err := m.store.Session(ctx, m.ns, id)

@@ -53,14 +53,25 @@ func TestUserEnvNotInRootEnv(t *testing.T) {
 // prefix the Manager adds.
 func TestUserEnvPrefixAgrees(t *testing.T) {
 	want := `USER_ENV_PREFIX = "` + sandboximage.UserEnvPrefix + `"`
-	init, err := fs.ReadFile(sandboximage.Files(), "agentbox_init.py")
+	for _, name := range []string{"agentbox_init.py", "agentbox_supervisor.py"} {
+		src, err := fs.ReadFile(sandboximage.Files(), name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(src), want) {
+			t.Errorf("%s lacks %s", name, want)
+		}
+	}
+}
+
+// TestProbesKnowTheSupervisor: the probe that counts running commands
+// looks for the supervisor where the image installs it.
+func TestProbesKnowTheSupervisor(t *testing.T) {
+	src, err := fs.ReadFile(sandboximage.Files(), "agentbox_probes.py")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(init), want) {
-		t.Errorf("agentbox_init.py lacks %s", want)
-	}
-	if !strings.Contains(shellSupervisor, want) {
-		t.Errorf("the command supervisor lacks %s", want)
+	if want := `SUPERVISOR = "` + sandboximage.SupervisorPath + `"`; !strings.Contains(string(src), want) {
+		t.Errorf("agentbox_probes.py lacks %s", want)
 	}
 }

@@ -1,38 +1,35 @@
-package session
-
-// shellSupervisor is the program `docker exec` runs, as root (the
-// container's few capabilities: SETUID, SETGID, KILL, SETPCAP), for one
-// shell command. It is passed on the command line rather than built into
-// the image, so that commands need no image rebuild, and it uses the
-// standard library only.
-//
-// Why root: the command runs as the sandbox user, and a supervisor of the
-// same uid could be signalled, traced or starved by it, leaving orphans
-// nobody kills. As root it is on the host's side of the boundary, like
-// PID 1, and CAP_KILL lets it kill every process the command starts.
-//
-// Why a subreaper, a /proc walk and a marker group, not just the process
-// group: a child that calls setsid, or forks twice, leaves the group; as a
-// child subreaper the supervisor inherits every such orphan, so "the
-// command's processes" are its descendants, and none can escape to PID 1.
-// gVisor (Debian's runsc) refuses PR_SET_CHILD_SUBREAPER to exec'd
-// processes, so there orphans do reach PID 1; what finds them is the marker:
-// the command starts with one supplementary group of its own (a random gid
-// no file has), which every process it starts inherits and, lacking
-// CAP_SETGID, cannot drop, and which no other process can take on. So a
-// process is the command's when it descends from the supervisor or carries
-// the marker, under either runtime.
-//
-// Protocol. In: a 4-byte big-endian length and a JSON spec; after that, any
-// byte or the end of input (the host gave up or was cancelled) kills the
-// command. Out: frames of a one-byte kind, a 4-byte big-endian length and
-// the payload: "o" stdout bytes, "e" stderr bytes, "x" the JSON outcome,
-// always last; after it the supervisor waits (30 s at most) for the host
-// to close its input, so that it is still there to be counted (see
-// commandProbe) until the host has recorded the outcome. Output beyond max_output per stream (when not 0) keeps its
-// head (streamed at once) and tail (sent at the end after a note), like an
-// execution's.
-const shellSupervisor = `# agentbox-shell-supervisor (commandProbe looks for this line)
+# agentbox-shell-supervisor: one shell command, for the host.
+# agentbox_supervisor.py is the program the driver runs (`docker exec`), as root (the
+# container's few capabilities: SETUID, SETGID, KILL, SETPCAP), for one
+# shell command. It is installed in the image beside the init
+# (sandboximage.SupervisorPath) and uses the standard library only.
+#
+# Why root: the command runs as the sandbox user, and a supervisor of the
+# same uid could be signalled, traced or starved by it, leaving orphans
+# nobody kills. As root it is on the host's side of the boundary, like
+# PID 1, and CAP_KILL lets it kill every process the command starts.
+#
+# Why a subreaper, a /proc walk and a marker group, not just the process
+# group: a child that calls setsid, or forks twice, leaves the group; as a
+# child subreaper the supervisor inherits every such orphan, so "the
+# command's processes" are its descendants, and none can escape to PID 1.
+# gVisor (Debian's runsc) refuses PR_SET_CHILD_SUBREAPER to exec'd
+# processes, so there orphans do reach PID 1; what finds them is the marker:
+# the command starts with one supplementary group of its own (a random gid
+# no file has), which every process it starts inherits and, lacking
+# CAP_SETGID, cannot drop, and which no other process can take on. So a
+# process is the command's when it descends from the supervisor or carries
+# the marker, under either runtime.
+#
+# Protocol. In: a 4-byte big-endian length and a JSON spec; after that, any
+# byte or the end of input (the host gave up or was cancelled) kills the
+# command. Out: frames of a one-byte kind, a 4-byte big-endian length and
+# the payload: "o" stdout bytes, "e" stderr bytes, "x" the JSON outcome,
+# always last; after it the supervisor waits (30 s at most) for the host
+# to close its input, so that it is still there to be counted (see
+# agentbox_probes.py commands) until the host has recorded the outcome. Output beyond max_output per stream (when not 0) keeps its
+# head (streamed at once) and tail (sent at the end after a note), like an
+# execution's.
 import ctypes, errno, json, os, select, selectors, signal, struct, sys, threading, time
 
 PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_CHILD_SUBREAPER = 4, 24, 36
@@ -379,4 +376,3 @@ def main():
             pass
 
 main()
-`
