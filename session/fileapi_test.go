@@ -431,11 +431,21 @@ func TestFilesPaused(t *testing.T) {
 
 func dockerCLI(t *testing.T, args ...string) {
 	t.Helper()
-	out, err := exec.Command("docker", args...).CombinedOutput()
-	if errors.Is(err, exec.ErrNotFound) {
-		t.Skip("no docker command to pause a container with")
-	}
-	if err != nil {
-		t.Fatalf("docker %s: %v: %s", strings.Join(args, " "), err, out)
+	for attempt := 1; ; attempt++ {
+		out, err := exec.Command("docker", args...).CombinedOutput()
+		if errors.Is(err, exec.ErrNotFound) {
+			t.Skip("no docker command to pause a container with")
+		}
+		// runc's cgroup v1 freezer gives up now and then on a loaded
+		// machine and leaves the container running; the driver's Pause
+		// tries again, and so does this (a few times).
+		if err != nil && attempt < 4 && strings.Contains(string(out), "unable to freeze") {
+			time.Sleep(time.Duration(attempt) * 250 * time.Millisecond)
+			continue
+		}
+		if err != nil {
+			t.Fatalf("docker %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+		return
 	}
 }
