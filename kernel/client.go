@@ -49,6 +49,7 @@ type Client struct {
 	mu     sync.Mutex
 	execs  map[string]*call // by execution id
 	reqs   map[string]*call // by request tag
+	tools  map[string]*Tool // by request tag
 	nextID uint64
 	err    error // set once the reader stops
 	done   chan struct{}
@@ -125,6 +126,7 @@ func NewClient(ctx context.Context, rw io.ReadWriteCloser) (*Client, error) {
 		WriteTimeout:  DefaultWriteTimeout,
 		execs:         make(map[string]*call),
 		reqs:          make(map[string]*call),
+		tools:         make(map[string]*Tool),
 		done:          make(chan struct{}),
 	}
 	go c.readLoop(fr)
@@ -435,11 +437,20 @@ func (c *Client) unregister(cl *call, tag string) {
 	}
 }
 
-func (c *Client) send(r request) error {
+func (c *Client) send(r request) error { return c.sendData(r, nil) }
+
+// sendData writes request r followed by payload, as one write.
+func (c *Client) sendData(r request, payload []byte) error {
 	data, err := encodeRequest(r)
 	if err != nil {
 		return fmt.Errorf("%w: encode request: %v", ErrProtocol, err)
 	}
+	return c.write(append(data, payload...))
+}
+
+// write writes encoded frames as one write.
+func (c *Client) write(data []byte) error {
+	var err error
 	c.mu.Lock()
 	err = c.err
 	c.mu.Unlock()
@@ -482,6 +493,32 @@ func (c *Client) readLoop(fr *frameReader) {
 		if err != nil {
 			break
 		}
+		if (f.Type == "out" || f.Type == "err") && !strings.HasPrefix(f.Req, "t") {
+			err = fmt.Errorf("%w: a %s frame for request %q, not a tool", ErrProtocol, f.Type, f.Req)
+			break
+		}
+		if strings.HasPrefix(f.Req, "t") {
+			// A tool's frame; "out" and "err" carry bytes after them.
+			var payload []byte
+			if f.Type == "out" || f.Type == "err" {
+				if f.N <= 0 || f.N > toolChunk {
+					err = fmt.Errorf("%w: a tool frame of %d bytes", ErrProtocol, f.N)
+					break
+				}
+				if payload, err = fr.payload(f.N); err != nil {
+					break
+				}
+			}
+			c.mu.Lock()
+			t := c.tools[f.Req]
+			c.mu.Unlock()
+			// A tool that was let go: its frames are dropped (the init
+			// closed its end, and the reader loop never writes).
+			if t != nil {
+				c.dispatchTool(t, f, payload)
+			}
+			continue
+		}
 		if err = c.dispatch(f, line); err != nil {
 			break
 		}
@@ -503,9 +540,16 @@ func (c *Client) readLoop(fr *frameReader) {
 	for _, cl := range c.reqs {
 		pending = append(pending, cl)
 	}
+	tools := make([]*Tool, 0, len(c.tools))
+	for _, t := range c.tools {
+		tools = append(tools, t)
+	}
 	c.mu.Unlock()
 	for _, cl := range pending {
 		deliver(cl, final)
+	}
+	for _, t := range tools {
+		t.fail(final)
 	}
 	close(c.done)
 }

@@ -25,7 +25,7 @@
 //
 // Init frames:
 //
-//	{"type":"hello","protocol":1,"kernel_pid":12,"python":"3.14.8","restarts":0,...}
+//	{"type":"hello","protocol":2,"kernel_pid":12,"python":"3.14.8","restarts":0,...,"tools":["files","command"]}
 //	{"type":"accepted","req":"1","id":"call-7","duplicate":false}
 //	{"type":"started","id":"call-7","execution_count":3}
 //	{"type":"stream","id":"call-7","name":"stdout","text":"..."}
@@ -36,6 +36,22 @@
 //	{"type":"state","req":"3","variables":[...],"modules":[...]}
 //	{"type":"files","req":"5","files":[{"path":"a/b.csv","size":9,"mtime_ns":...,"kind":"file"}],"more":false}
 //	{"type":"error","req":"2","code":"unknown_execution","message":"..."}
+//
+// Tools (protocol 2): the init forks a helper for the host, named by the
+// hello's "tools" (Client.Spawn): "files" (one files API call, as the
+// sandbox user) and "command" (one shell command's supervisor). Its
+// standard input and output travel on the client's stream as frames
+// followed by raw bytes, with a credit of ToolWindow bytes each way, so one
+// slow reader holds only its own tool:
+//
+//	{"type":"spawn","req":"t6","tool":"files"}     host: start it
+//	{"type":"spawned","req":"t6","pid":41}         init: it runs
+//	{"type":"in","req":"t6","n":5}hello            host: 5 bytes of its stdin
+//	{"type":"ack","req":"t6","n":5}                either: n bytes taken
+//	{"type":"out","req":"t6","n":3}abc             init: its stdout ("err": stderr)
+//	{"type":"eof","req":"t6"}                      host: end of its stdin
+//	{"type":"end","req":"t6"}                      init: its output ended
+//	{"type":"close","req":"t6"}                    host: let it go
 //
 // Frames of an execution go to every client that asked for it (by execute or
 // get) and to no other. They stream as the code runs, except that the frames

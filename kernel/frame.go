@@ -47,6 +47,18 @@ func (f *frameReader) next() ([]byte, error) {
 	}
 }
 
+// payload reads the n raw bytes that follow a tool frame.
+func (f *frameReader) payload(n int) ([]byte, error) {
+	p := make([]byte, n)
+	if _, err := io.ReadFull(f.r, p); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	return p, nil
+}
+
 // acceptedPrefix starts every accepted frame the init writes (its encoder
 // keeps the order of the keys, and "type" comes first).
 var acceptedPrefix = []byte(`{"type":"accepted",`)

@@ -8,7 +8,7 @@ import (
 // ProtocolVersion is the version of the wire protocol this package speaks. It
 // must equal PROTOCOL in sandbox-image/agentbox_init.py; an image that
 // announces another version is stale and must be rebuilt with sandbox-setup.
-const ProtocolVersion = 1
+const ProtocolVersion = 2
 
 // MaxFrame is the largest frame either side accepts (a 1 MiB source escapes to
 // at most 6 MiB of JSON; outputs are capped far below this).
@@ -25,6 +25,9 @@ type Hello struct {
 	Busy           bool    `json:"busy"`            // an execution is running
 	Started        float64 `json:"started"`         // Unix time the init started
 	MaxOutput      int     `json:"max_output"`      // per-stream output cap, bytes
+	// Tools the init runs for the host (Client.Spawn): ToolFiles,
+	// ToolCommand. Protocol 2.
+	Tools []string `json:"tools"`
 }
 
 // EventType names the frames of an execution as they stream.
@@ -144,7 +147,11 @@ type frame struct {
 	// files frames
 	Files []File `json:"files"`
 	More  bool   `json:"more"`
-	raw   json.RawMessage
+	// tool frames: the bytes that follow (out, err) or were taken (ack),
+	// and the process (spawned)
+	N   int `json:"n"`
+	Pid int `json:"pid"`
+	raw json.RawMessage
 }
 
 // request is any frame to the init.
@@ -157,4 +164,6 @@ type request struct {
 	Path    string   `json:"path,omitempty"`
 	Max     int      `json:"max,omitempty"`
 	Scan    *scanOpt `json:"scan,omitempty"`
+	Tool    string   `json:"tool,omitempty"` // spawn
+	N       int      `json:"n,omitempty"`    // in, ack
 }

@@ -47,8 +47,9 @@ import uuid
 # own folder on the path, which is put there here, read-only as it is.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from agentbox_frames import decode, encode  # noqa: E402
+import agentbox_tools  # noqa: E402
 
-PROTOCOL = 1
+PROTOCOL = 2
 # "@name" is an abstract Unix socket: nothing on the filesystem that user code
 # could delete, and private to the container's network namespace.
 SOCKET = os.environ.get("AGENTBOX_SOCKET", "@agentbox/kernel")
@@ -669,6 +670,8 @@ class Client:
         self.wbuf = bytearray()
         self.closed = False
         self.want_write = False
+        self.tools = {}  # req -> agentbox_tools.Tool
+        self.payload = None  # (msg, n): an "in" frame whose n bytes are still to come
         sock.setblocking(False)
         os.set_blocking(self.rfd, False)
         os.set_blocking(self.wfd, False)
@@ -699,6 +702,14 @@ class Client:
         if self.closed:
             return
         self.wbuf += encode(msg)
+        self.init.dirty.add(self)
+
+    def send_data(self, msg, data):
+        # A frame followed by raw bytes (a tool's output).
+        if self.closed:
+            return
+        self.wbuf += encode(msg)
+        self.wbuf += data
         self.init.dirty.add(self)
 
     def flush(self):
@@ -743,6 +754,15 @@ class Client:
                 return
             self.rbuf += data
             while not self.closed:
+                if self.payload is not None:
+                    msg, n = self.payload
+                    if len(self.rbuf) < n:
+                        break
+                    self.payload = None
+                    chunk = bytes(self.rbuf[:n])
+                    del self.rbuf[:n]
+                    self.init.tool_input(self, msg, chunk)
+                    continue
                 nl = self.rbuf.find(b"\n")
                 if nl < 0:
                     if len(self.rbuf) > MAX_FRAME:
@@ -752,7 +772,9 @@ class Client:
                 line = bytes(self.rbuf[:nl])
                 del self.rbuf[: nl + 1]
                 if line.strip():
-                    self.init.handle_request(self, line)
+                    need = self.init.handle_request(self, line)
+                    if need is not None:
+                        self.payload = need
 
 
 # -- executions -----------------------------------------------------------------
@@ -982,6 +1004,12 @@ class Init:
         """In the worker, before it runs anything: the sandbox user, no
         supplementary groups, no capabilities, not even in the bounding set.
         Failing any step is fatal: a worker must never run as the init."""
+        self.drop_to_sandbox_user()
+        self.seed_matplotlib()
+
+    def drop_to_sandbox_user(self):
+        """The sandbox user's ids for good, in /session: the worker's and
+        the files tool's first step (see become_sandbox_user)."""
         ids = self.user
         if ids is not None and os.getuid() == 0 and ids[0] != 0:
             drop_bounding_set()
@@ -994,7 +1022,6 @@ class Init:
             os.chdir(SESSION_DIR)
         except OSError:
             pass
-        self.seed_matplotlib()
 
     def read_output(self, name, fd):
         while True:
@@ -1252,6 +1279,8 @@ class Init:
             return
         kind = msg.get("type")
         req = msg.get("req")
+        if kind in ("in", "eof", "ack", "close", "spawn"):
+            return self.tool_request(client, kind, req, msg)
         if kind == "execute":
             self.request_execute(client, msg, req)
         elif kind == "get":
@@ -1281,6 +1310,59 @@ class Init:
             self.scan(client, msg, req)
         else:
             client.send({"type": "error", "req": req, "code": "bad_request", "message": "unknown request type %r" % (kind,)})
+
+    # -- tools (agentbox_tools.py) ---------------------------------------
+
+    def tool_request(self, client, kind, req, msg):
+        """Handles a tool frame; for "in", returns (msg, n): n bytes of
+        input follow the line."""
+        if not isinstance(req, str) or not req or len(req) > MAX_ID:
+            client.send({"type": "error", "code": "bad_request", "message": "a tool frame needs a \"req\" string"})
+            self.drop_client(client)
+            return None
+        if kind == "in":
+            n = msg.get("n")
+            if not isinstance(n, int) or isinstance(n, bool) or n < 0 or n > agentbox_tools.CHUNK:
+                client.send({"type": "error", "req": req, "code": "bad_request", "message": "an \"in\" frame carries 0 to %d bytes" % agentbox_tools.CHUNK})
+                self.drop_client(client)
+                return None
+            return (msg, n)
+        tool = client.tools.get(req)
+        if kind == "spawn":
+            name = msg.get("tool")
+            if name not in agentbox_tools.TOOLS:
+                client.send({"type": "error", "req": req, "code": "bad_request", "message": "unknown tool %r (the init runs %s)" % (name, ", ".join(agentbox_tools.TOOLS))})
+                return None
+            if tool is not None:
+                client.send({"type": "error", "req": req, "code": "bad_request", "message": "tool %r is running on this connection" % req})
+                return None
+            try:
+                agentbox_tools.preload()
+                tool = agentbox_tools.spawn(self, client, req, name)
+            except OSError as e:
+                client.send({"type": "error", "req": req, "code": "spawn_failed", "message": "start the %s tool: %s" % (name, e)})
+                return None
+            client.tools[req] = tool
+            client.send({"type": "spawned", "req": req, "pid": tool.pid})
+        elif tool is None:
+            return None  # a tool that ended, or was let go: nothing to do
+        elif kind == "eof":
+            tool.end_input()
+        elif kind == "ack":
+            n = msg.get("n")
+            if isinstance(n, int) and not isinstance(n, bool) and n > 0:
+                tool.acked(n)
+        elif kind == "close":
+            tool.close()
+        return None
+
+    def tool_input(self, client, msg, data):
+        tool = client.tools.get(msg.get("req"))
+        if tool is None:
+            return
+        if not tool.feed(data):
+            client.send({"type": "error", "req": tool.req, "code": "bad_request", "message": "input beyond the tool's window"})
+            tool.close()
 
     def scan(self, client, msg, req):
         """Lists the files under a folder (the host looks for new artifacts
@@ -1405,6 +1487,8 @@ class Init:
         if client.closed:
             return
         client.closed = True
+        for tool in list(client.tools.values()):
+            tool.close()
         client.unregister()
         client.close()
         self.clients.discard(client)
@@ -1426,6 +1510,7 @@ class Init:
             "busy": self.current is not None,
             "started": self.started,
             "max_output": MAX_OUTPUT,
+            "tools": list(agentbox_tools.TOOLS),
         })
 
     # -- the loop ---------------------------------------------------------
@@ -1598,6 +1683,8 @@ class Init:
                     if self.worker is not None and key.fd in (self.worker.out, self.worker.err):
                         self.read_output(what, key.fd)
                 elif isinstance(what, Client):
+                    what.on_event(key.fd, mask)
+                elif isinstance(what, agentbox_tools.Tool):
                     what.on_event(key.fd, mask)
                 elif what == "handoff":
                     self.accept_handoff(key.fileobj)

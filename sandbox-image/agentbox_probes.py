@@ -3,7 +3,8 @@
 #
 #   commands  prints how many shell supervisors run in the container: root
 #             processes running agentbox_supervisor.py (its path is an
-#             argument of their command line). Sandbox code cannot start a
+#             argument of their command line, or, forked by the init, their
+#             name is agentbox-cmd). Sandbox code cannot start a
 #             root process, so it cannot fake one; the sweep counts them
 #             so that one manager does not evict a session while another
 #             runs a command in it.
@@ -18,6 +19,8 @@ import os
 import sys
 
 SUPERVISOR = "/opt/agentbox/agentbox_supervisor.py"
+# What the init names a supervisor it forks for the host (agentbox_tools.py).
+TOOL_NAME = b"agentbox-cmd"
 
 
 def count_supervisors(proc="/proc", supervisor=SUPERVISOR):
@@ -28,12 +31,14 @@ def count_supervisors(proc="/proc", supervisor=SUPERVISOR):
             continue
         try:
             with open("%s/%s/status" % (proc, pid), "rb") as f:
-                uid = [l for l in f.read().splitlines() if l.startswith(b"Uid:")][0].split()[1]
+                status = f.read().splitlines()
+            uid = [l for l in status if l.startswith(b"Uid:")][0].split()[1]
+            name = [l for l in status if l.startswith(b"Name:")][0].split(None, 1)[1].strip()
             with open("%s/%s/cmdline" % (proc, pid), "rb") as f:
                 argv = f.read().split(b"\0")
         except (OSError, IndexError):
             continue
-        if uid == b"0" and mark in argv:
+        if uid == b"0" and (mark in argv or name == TOOL_NAME):
             n += 1
     return n
 

@@ -1,7 +1,8 @@
 # agentbox-shell-supervisor: one shell command, for the host.
-# agentbox_supervisor.py is the program the driver runs (`docker exec`), as root (the
-# container's few capabilities: SETUID, SETGID, KILL, SETPCAP), for one
-# shell command. It is installed in the image beside the init
+# agentbox_supervisor.py runs one shell command for the host, as root (the
+# container's few capabilities: SETUID, SETGID, KILL, SETPCAP): the init
+# forks it for the host over the session's channel (agentbox_tools.py,
+# named agentbox-cmd), or an engine exec runs it as a program. It is installed in the image beside the init
 # (sandboximage.SupervisorPath) and uses the standard library only.
 #
 # Why root: the command runs as the sandbox user, and a supervisor of the
@@ -375,4 +376,5 @@ def main():
         except OSError:
             pass
 
-main()
+if __name__ == "__main__":
+    main()

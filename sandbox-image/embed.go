@@ -29,7 +29,7 @@ import (
 	"github.com/agentbox/agentbox/kernel"
 )
 
-//go:embed Dockerfile packages.txt agentbox_init.py agentbox_kernel.py agentbox_frames.py agentbox_bridge.py agentbox_pip agentbox_supervisor.py agentbox_probes.py
+//go:embed Dockerfile packages.txt agentbox_init.py agentbox_kernel.py agentbox_frames.py agentbox_bridge.py agentbox_pip agentbox_supervisor.py agentbox_probes.py agentbox_tools.py agentbox_fileops.py
 var sources embed.FS
 
 // Labels set on every sandbox image.
@@ -50,6 +50,9 @@ const (
 	// questions (agentbox_probes.py: commands, complete).
 	SupervisorPath = "/opt/agentbox/agentbox_supervisor.py"
 	ProbesPath     = "/opt/agentbox/agentbox_probes.py"
+	// FileOpsPath is the files API's helper (agentbox_fileops.py), which
+	// the init forks as its files tool, and an engine exec may run.
+	FileOpsPath = "/opt/agentbox/agentbox_fileops.py"
 )
 
 // The sandbox's two users. The init (PID 1) runs as root with only the

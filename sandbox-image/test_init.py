@@ -380,10 +380,10 @@ class ProbesTest(unittest.TestCase):
         import agentbox_probes
 
         with tempfile.TemporaryDirectory() as d:
-            def proc(pid, uid, argv):
+            def proc(pid, uid, argv, name=b"x"):
                 os.mkdir(os.path.join(d, pid))
                 with open(os.path.join(d, pid, "status"), "wb") as f:
-                    f.write(b"Name:\tx\nUid:\t%d\t%d\t%d\t%d\n" % (uid, uid, uid, uid))
+                    f.write(b"Name:\t%s\nUid:\t%d\t%d\t%d\t%d\n" % (name, uid, uid, uid, uid))
                 with open(os.path.join(d, pid, "cmdline"), "wb") as f:
                     f.write(b"\0".join(argv) + b"\0")
 
@@ -395,7 +395,13 @@ class ProbesTest(unittest.TestCase):
             proc("14", 0, [b"python3", sup + b".bak"])
             os.mkdir(os.path.join(d, "15"))  # gone while looked at
             os.mkdir(os.path.join(d, "self"))
-            self.assertEqual(agentbox_probes.count_supervisors(d), 2)
+            # Forked by the init (agentbox_tools.py): the init's command
+            # line, the tool's name; as the sandbox user, not one.
+            init = [b"python3", b"-I", b"-u", b"/opt/agentbox/agentbox_init.py"]
+            proc("16", 0, init, name=b"agentbox-cmd")
+            proc("17", 1000, init, name=b"agentbox-cmd")
+            proc("18", 0, init, name=b"agentbox-files")
+            self.assertEqual(agentbox_probes.count_supervisors(d), 3)
 
     def test_completeness(self):
         import agentbox_probes

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,24 +43,38 @@ func isSupervisor(cmd []string) bool {
 
 // slowCommandStart is the real engine, slow to start a shell command's
 // supervisor, as a loaded engine is: started is closed when the first
-// one is asked for, which then waits delay.
+// one is asked for, which then waits delay. On the channel, a command's
+// first start is the channel's stream: once armed, the next stream opened
+// is slow so.
 type slowCommandStart struct {
 	session.Driver
 	cs      commandStreamer
 	delay   time.Duration
 	started chan struct{}
+	armed   atomic.Bool
+}
+
+func (d *slowCommandStart) slow() {
+	select {
+	case <-d.started:
+	default:
+		close(d.started)
+	}
+	time.Sleep(d.delay)
 }
 
 func (d *slowCommandStart) StreamCommand(ctx context.Context, id, user string, cmd []string) (session.CommandStream, error) {
 	if isSupervisor(cmd) {
-		select {
-		case <-d.started:
-		default:
-			close(d.started)
-		}
-		time.Sleep(d.delay)
+		d.slow()
 	}
 	return d.cs.StreamCommand(ctx, id, user, cmd)
+}
+
+func (d *slowCommandStart) Connect(ctx context.Context, id string) (io.ReadWriteCloser, error) {
+	if d.armed.CompareAndSwap(true, false) {
+		d.slow()
+	}
+	return d.Driver.Connect(ctx, id)
 }
 
 // TestCommandStartCountsAsUse: a command counts as a use of its session
@@ -78,6 +93,7 @@ func TestCommandStartCountsAsUse(t *testing.T) {
 	mustExec(t, m, "k", "x = 41")
 	id := containerOf(t, m, "k")
 	time.Sleep(idle + 500*time.Millisecond) // idle past its timeout
+	slow.armed.Store(true)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -113,10 +129,25 @@ func TestCommandStartCountsAsUse(t *testing.T) {
 // answer to starting it is its own text on the stream, not the
 // supervisor's frames (what the engine sends when a container goes between
 // the two calls).
+//
+// On the channel (an init that runs tools), the command's start is the
+// channel's first stream: the container goes as it is opened.
 type removedAtStart struct {
 	session.Driver
-	cs commandStreamer
-	t  *testing.T
+	cs    commandStreamer
+	t     *testing.T
+	armed *atomic.Bool
+}
+
+func (d removedAtStart) Connect(ctx context.Context, id string) (io.ReadWriteCloser, error) {
+	// Armed once the executions' stream is open: the next stream is the
+	// channel's.
+	if d.armed.CompareAndSwap(true, false) {
+		if err := d.Driver.Remove(ctx, id); err != nil {
+			d.t.Errorf("remove %s: %v", id, err)
+		}
+	}
+	return d.Driver.Connect(ctx, id)
 }
 
 func (d removedAtStart) StreamCommand(ctx context.Context, id, user string, cmd []string) (session.CommandStream, error) {
@@ -143,8 +174,10 @@ func (s *engineText) Stderr() string              { return "" }
 func TestCommandInRemovedContainer(t *testing.T) {
 	t.Parallel()
 	d, cs := engineDriver(t)
-	m := newManager(t, nil, session.WithDriver(removedAtStart{Driver: d, cs: cs, t: t}))
+	armed := new(atomic.Bool)
+	m := newManager(t, nil, session.WithDriver(removedAtStart{Driver: d, cs: cs, t: t, armed: armed}))
 	mustExec(t, m, "k", "x = 1")
+	armed.Store(true)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	_, err := m.Run(ctx, "k", session.Command{Line: "echo hi"})

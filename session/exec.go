@@ -195,7 +195,14 @@ func (m *Manager) execute(ctx context.Context, e *entry, code string, o execOpti
 	}, func(c *kernel.Client) (*kernel.Result, error) {
 		// The connection broke but the container lives: the kernel kept
 		// the result (or is still running the code).
-		return c.Fetch(ctx, o.id, o.onEvent)
+		kr, err := c.Fetch(ctx, o.id, o.onEvent)
+		if errors.Is(err, kernel.ErrUnknownExecution) {
+			// The request died with the stream before the init read
+			// it: it never ran, so it runs now, under the same id
+			// (the init runs an id once).
+			return c.Execute(ctx, req, o.onEvent)
+		}
+		return kr, err
 	})
 	if err != nil {
 		return nil, &Error{Op: "exec", Key: key, ContainerID: e.containerID, Err: err}

@@ -3,7 +3,7 @@ package session
 import (
 	"bufio"
 	"context"
-	_ "embed"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,19 +11,17 @@ import (
 	"path"
 	"strings"
 	"sync"
-)
 
-// fileOpsScript is the helper every files API call runs in the container,
-// as the sandbox user, beside the kernel. It is passed on the command line
-// rather than built into the image, so an image of any version that has
-// python3 serves it.
-//
-//go:embed fileops.py
-var fileOpsScript string
+	"github.com/agentbox/agentbox/kernel"
+	sandboximage "github.com/agentbox/agentbox/sandbox-image"
+)
 
 // maxHelperLine bounds one JSON line of the helper: a FileInfo with a path
 // of the longest the kernel allows (4096 bytes), escaped.
 const maxHelperLine = 64 << 10
+
+// readOnly are the helper's ops that change nothing in the sandbox.
+var readOnly = map[string]bool{"stat": true, "read": true, "list": true, "glob": true}
 
 // helperCall is one run of the helper in a session's container.
 type helperCall struct {
@@ -34,20 +32,50 @@ type helperCall struct {
 	closed chan struct{} // closed by Close
 }
 
-// startHelper runs the helper's op with req in e's container. The stream is
-// closed when ctx ends, so a helper that hangs holds nobody.
+// startHelper runs the helper's op with req in e's container: the files
+// tool on the container's channel, or, when its init runs no tools, the
+// helper by the driver's exec. The stream is closed when ctx ends, so a
+// helper that hangs holds nobody.
 func (m *Manager) startHelper(ctx context.Context, e *entry, op string, req any) (*helperCall, error) {
-	es, ok := m.drv.(execStreamer)
-	if !ok {
-		return nil, fmt.Errorf("the driver cannot run a helper in a container: %w", errors.ErrUnsupported)
-	}
 	arg, err := json.Marshal(req)
 	if err != nil {
 		return nil, err
 	}
-	s, err := es.ExecStream(ctx, e.containerID, m.cfg.User,
-		[]string{"python3", "-I", "-S", "-B", "-c", fileOpsScript, op, string(arg)})
+	// The call, as agentbox_tools.py reads it: a length, then JSON.
+	call, err := json.Marshal([]string{op, string(arg)})
 	if err != nil {
+		return nil, err
+	}
+	msg := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(call)), uint32(len(call)))
+	msg = append(msg, call...)
+	var s execStream
+	var t *toolStream
+	if readOnly[op] && len(msg) <= 64<<10 {
+		// A call that changes nothing goes with the start, a round
+		// trip sooner: run late in a container thawed after the caller
+		// gave up, it answers nobody and changes nothing.
+		t, err = m.spawnToolWith(ctx, e.containerID, kernel.ToolFiles, msg)
+	} else if t, err = m.spawnTool(ctx, e.containerID, kernel.ToolFiles); err == nil {
+		// The rest only once the tool runs: a call sent to a frozen
+		// container must never run once it is thawed.
+		if _, err = t.Write(msg); err != nil {
+			t.Close()
+			return nil, fmt.Errorf("send the call to the file helper: %w", err)
+		}
+	}
+	switch {
+	case err == nil:
+		s = t
+	case errors.Is(err, errNoChannel):
+		es, ok := m.drv.(execStreamer)
+		if !ok {
+			return nil, fmt.Errorf("the driver cannot run a helper in a container: %w", errors.ErrUnsupported)
+		}
+		if s, err = es.ExecStream(ctx, e.containerID, m.cfg.User,
+			[]string{"python3", "-I", "-S", "-B", sandboximage.FileOpsPath, op, string(arg)}); err != nil {
+			return nil, err
+		}
+	default:
 		return nil, err
 	}
 	h := &helperCall{s: s, r: bufio.NewReaderSize(s, 64<<10), closed: make(chan struct{})}

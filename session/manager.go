@@ -106,9 +106,11 @@ type Manager struct {
 	wg     sync.WaitGroup // background goroutines
 	calls  sync.WaitGroup // public calls in flight
 
-	mu       sync.Mutex
-	closed   bool
-	sessions map[string]*entry // by session id
+	mu        sync.Mutex
+	closed    bool
+	chans     channels          // per container: the connection files and commands use (channel.go)
+	channelOn bool              // WithChannel
+	sessions  map[string]*entry // by session id
 
 	diskMu sync.Mutex // one reserve check and image allocation at a time (disk.go)
 	// blobMu guards blobPending: the bytes ingestions have taken of the
@@ -174,6 +176,18 @@ func WithLookupEnv(lookup func(string) (string, bool)) Option {
 // right now is left alone.
 func WithOrphanGrace(d time.Duration) Option {
 	return func(m *Manager) error { m.grace = d; return nil }
+}
+
+// WithChannel runs files API calls and shell commands as tools the
+// init forks, over one kept connection per container (session/channel.go),
+// instead of an engine exec per call. Off by default for now: with it on,
+// the engine suite ran far slower under CI's load, with timing failures
+// not yet explained (issue 25's notes); its own tests turn it on.
+func WithChannel(on bool) Option {
+	return func(m *Manager) error {
+		m.channelOn = on
+		return nil
+	}
 }
 
 // WithSweepInterval sets how often idle sessions and orphans are looked for
@@ -341,6 +355,7 @@ func (m *Manager) Close(ctx context.Context) error {
 	for _, e := range entries {
 		m.closeIdle(e)
 	}
+	m.chans.closeAll()
 	errs = append(errs, m.pool.drain(context.WithoutCancel(ctx)))
 	if err := m.art.blobs.Flush(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("close: %w", err))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"os/exec"
+	"strconv"
 	"testing"
 	"time"
 
@@ -11,11 +12,13 @@ import (
 	"github.com/agentbox/agentbox/session"
 )
 
-// BenchmarkShellRoundTrip measures Run("true") against two floors on the
-// same container, interleaved: the engine's own exec of `true` through its
-// API (create, attach, run, read to the end: what docker exec does, and
-// what Run is built on), and the docker command itself (`docker exec ID
-// true`, which adds the CLI's own start).
+// BenchmarkShellRoundTrip measures Run("true") against floors on the same
+// container, interleaved: a fork and exec of `true` timed inside the
+// container (by the kernel, as the sandbox user: what any way of running
+// a command there pays), the engine's own exec of `true` through its API
+// (create, attach, run, read to the end: what docker exec does, and what
+// Run was built on before the channel), and the docker command itself
+// (`docker exec ID true`, which adds the CLI's own start).
 func BenchmarkShellRoundTrip(b *testing.B) {
 	m := newManager(b, nil)
 	ctx := context.Background()
@@ -24,7 +27,8 @@ func BenchmarkShellRoundTrip(b *testing.B) {
 		b.Fatal(err)
 	}
 	cli := dockertest.Engine(b)
-	var api, cliFloor, run samples
+	mustExec(b, m, "rt", forkTrue)
+	var api, cliFloor, run, inside samples
 	warm := dockertest.Rounds(10, 1) // warm-up rounds, dropped
 	for i := 0; i < warm+dockertest.Rounds(50, 2); i++ {
 		start := time.Now()
@@ -49,12 +53,37 @@ func BenchmarkShellRoundTrip(b *testing.B) {
 			b.Fatal(res, err)
 		}
 		r := time.Since(start)
+
+		res2 := mustExec(b, m, "rt", "_fork_true()")
+		in, err := strconv.ParseFloat(plain(res2), 64)
+		if err != nil {
+			b.Fatalf("the in-container floor: %q", plain(res2))
+		}
 		if i >= warm {
 			api, cliFloor, run = append(api, a), append(cliFloor, c), append(run, r)
+			inside = append(inside, time.Duration(in*float64(time.Second)))
 		}
 	}
+	report(b, "in-container", inside, nil)
 	report(b, "engine-exec", api, nil)
 	report(b, "docker-exec-cli", cliFloor, nil)
-	report(b, "run", run, api)
+	report(b, "run", run, inside)
+	b.ReportMetric(float64(run.Pct(0.5))/float64(api.Pct(0.5)), "run/engine-exec")
 	b.ReportMetric(float64(run.Pct(0.5))/float64(cliFloor.Pct(0.5)), "run/docker-exec-cli")
 }
+
+// forkTrue defines _fork_true() in the kernel: the seconds a fork and exec
+// of /bin/true take there, to its exit.
+const forkTrue = `
+import os as _os, time as _time
+def _fork_true():
+    t = _time.perf_counter()
+    pid = _os.fork()
+    if pid == 0:
+        try:
+            _os.execv("/bin/true", ["true"])
+        finally:
+            _os._exit(127)
+    _os.waitpid(pid, 0)
+    return _time.perf_counter() - t
+`

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+
+	"github.com/agentbox/agentbox/kernel"
 )
 
 // superviseMargin is what the supervisor may take, beyond the command's
@@ -149,10 +151,6 @@ func (m *Manager) commandSession(ctx context.Context, key string) (*entry, strin
 // to kill the command, and its outcome (flagged interrupted) is still
 // awaited, for the grace period and a margin.
 func (m *Manager) supervise(ctx context.Context, id string, cmd Command, timeout time.Duration, maxOut int, emit func(kind byte, p []byte), done func(*outcome)) (*outcome, error) {
-	cs, ok := m.drv.(commandStreamer)
-	if !ok {
-		return nil, fmt.Errorf("the driver cannot run commands in a container: %w", errors.ErrUnsupported)
-	}
 	grace := m.cfg.InterruptGrace
 	spec, err := json.Marshal(supervisorSpec{
 		Line: cmd.Line, Cwd: cmp.Or(cmd.Cwd, DefaultCwd), Env: cmd.Env,
@@ -161,7 +159,7 @@ func (m *Manager) supervise(ctx context.Context, id string, cmd Command, timeout
 	if err != nil {
 		return nil, err
 	}
-	s, err := cs.StreamCommand(ctx, id, supervisorUser, supervisorCommand())
+	s, err := m.startSupervisor(ctx, id)
 	if err != nil {
 		if lost := m.checkAlive(context.WithoutCancel(ctx), id); lost != nil {
 			return nil, lost
@@ -341,3 +339,21 @@ func (c *capBuffer) Write(p []byte) {
 
 // String is the text kept, invalid UTF-8 replaced (as executions do).
 func (c *capBuffer) String() string { return strings.ToValidUTF8(c.buf.String(), "\uFFFD") }
+
+// startSupervisor starts a command's supervisor in container id: the
+// command tool on the container's channel, or, when its init runs no
+// tools, the supervisor by the driver's exec.
+func (m *Manager) startSupervisor(ctx context.Context, id string) (CommandStream, error) {
+	t, err := m.spawnTool(ctx, id, kernel.ToolCommand)
+	if err == nil {
+		return t, nil
+	}
+	if !errors.Is(err, errNoChannel) {
+		return nil, err
+	}
+	cs, ok := m.drv.(commandStreamer)
+	if !ok {
+		return nil, fmt.Errorf("the driver cannot run commands in a container: %w", errors.ErrUnsupported)
+	}
+	return cs.StreamCommand(ctx, id, supervisorUser, supervisorCommand())
+}

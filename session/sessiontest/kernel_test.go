@@ -342,6 +342,11 @@ func TestReplayTranscript(t *testing.T) {
 		if err := json.Unmarshal(got, &frame); err != nil {
 			t.Fatal(err)
 		}
+		if want["type"] == "hello" {
+			// The fake runs no tools (the Manager takes the driver's
+			// exec for files and commands then): its hello names none.
+			delete(want, "tools")
+		}
 		if !matches(want, frame, strings.Repeat("r", req)) {
 			t.Fatalf("frame\n got %s\nwant %v", got, want)
 		}

@@ -1,6 +1,8 @@
-# The files API's helper, run by the host in a session's container as the
-# sandbox user (python3 -I -S -B -c <this> OP REQUEST), one process per call,
-# beside the kernel. It sees the container's filesystem with the sandbox
+# The files API's helper: one call of the files API in a session's
+# container, as the sandbox user, beside the kernel. The init runs it for the
+# host over the session's channel (agentbox_tools.py: forked from the init,
+# never exec'd, so that it stays undumpable); an engine exec can run it too
+# (python3 -I -S -B agentbox_fileops.py OP REQUEST). It sees the container's filesystem with the sandbox
 # user's permissions, so no path it is given can reach the host: a link the
 # code planted resolves inside the container, where the sandbox user can
 # only reach what it could reach anyway.
@@ -17,7 +19,7 @@ import os
 import stat
 import sys
 
-OUT = sys.stdout.buffer
+OUT = None  # standard output, binary (main sets it)
 
 KINDS = {
     errno.ENOENT: "not_found",
@@ -430,5 +432,16 @@ OPS = {
     "move": op_move,
 }
 
-OPS[sys.argv[1]](json.loads(sys.argv[2]))
-OUT.flush()
+
+
+def main(op, req):
+    """Runs one op with its request (a JSON object's text) on file
+    descriptors 0 and 1."""
+    global OUT
+    OUT = os.fdopen(1, "wb", buffering=1 << 16, closefd=False)
+    OPS[op](json.loads(req))
+    OUT.flush()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
