@@ -178,11 +178,10 @@ func WithOrphanGrace(d time.Duration) Option {
 	return func(m *Manager) error { m.grace = d; return nil }
 }
 
-// WithChannel runs files API calls and shell commands as tools the
-// init forks, over one kept connection per container (session/channel.go),
-// instead of an engine exec per call. Off by default for now: with it on,
-// the engine suite ran far slower under CI's load, with timing failures
-// not yet explained (issue 25's notes); its own tests turn it on.
+// WithChannel(false) runs each files API call and shell command by an
+// engine exec, as an image that predates the channel is served. By
+// default they run as tools the init forks, over one kept connection per
+// container (session/channel.go): a fork and a round trip, no exec.
 func WithChannel(on bool) Option {
 	return func(m *Manager) error {
 		m.channelOn = on
@@ -218,6 +217,7 @@ func NewManager(ctx context.Context, cfg config.Config, opts ...Option) (*Manage
 		ns:          cmp.Or(cfg.Namespace, DefaultNamespace),
 		lookup:      os.LookupEnv,
 		grace:       time.Minute,
+		channelOn:   true,
 		sessions:    make(map[string]*entry),
 		extraLabels: map[string]string{},
 	}
