@@ -20,7 +20,7 @@ const (
 // ToolWindow is the credit of a tool's stream in each direction: the bytes
 // one side may send that the other has not yet taken. It must equal WINDOW
 // in sandbox-image/agentbox_tools.py.
-const ToolWindow = 1 << 20
+const ToolWindow = 4 << 20
 
 // toolChunk is the largest payload of one tool frame (CHUNK there).
 const toolChunk = 256 << 10

@@ -51,7 +51,7 @@ import selectors
 import signal
 import sys
 
-WINDOW = 1 << 20  # credit per tool and direction, bytes
+WINDOW = 4 << 20  # credit per tool and direction, bytes
 CHUNK = 256 << 10  # the largest payload of one "in", "out" or "err" frame
 PIPE_SIZE = 1 << 20
 MAX_STDERR = 64 << 10  # of a tool's standard error, what reaches the host
