@@ -91,6 +91,21 @@ class Init:
         self.file.write((json.dumps(msg) + "\n").encode())
         self.file.flush()
 
+    def recv_frame(self):
+        """A frame and the raw bytes after it (a tool's "out" or "err")."""
+        msg = self.recv()
+        data = b""
+        if msg.get("type") in ("out", "err"):
+            data = self.file.read(msg["n"])
+            if len(data) != msg["n"]:
+                raise EOFError("the init closed the connection in a frame's payload")
+        return msg, data
+
+    def send_data(self, msg, data):
+        """A frame carrying raw bytes (a tool's "in")."""
+        self.file.write((json.dumps(dict(msg, n=len(data))) + "\n").encode() + data)
+        self.file.flush()
+
     def close(self):
         self.sock.close()
         self.proc.terminate()
@@ -183,6 +198,150 @@ class HandoffTest(unittest.TestCase):
             self.assertEqual(init.recv(), {"type": "pong", "req": "p"})
         finally:
             init.close()
+
+
+class ToolWindowTest(unittest.TestCase):
+    """The init's side of a tool's flow control (agentbox_tools.py), on the
+    wire: it sends at most WINDOW bytes of a tool's output the host has not
+    acknowledged, and more after each ack; and it refuses input beyond
+    WINDOW + CHUNK bytes not yet written to the tool. The Go client keeps its
+    own side (kernel/tool.go), so its tests never push the init this far."""
+
+    def setUp(self):
+        import agentbox_tools
+        self.WINDOW, self.CHUNK = agentbox_tools.WINDOW, agentbox_tools.CHUNK
+        self.init = Init("tools-%d-%s" % (os.getpid(), self._testMethodName))
+        self.addCleanup(self.init.close)
+        # A deadline for each read, never a pause: an init that stalls
+        # fails the test instead of hanging it.
+        self.init.sock.settimeout(5)
+        self.assertEqual(self.init.recv()["type"], "hello")
+
+    def spawn(self, req):
+        self.init.send({"type": "spawn", "req": req, "tool": "command"})
+        msg = self.init.recv()
+        self.assertEqual((msg["type"], msg.get("req")), ("spawned", req), msg)
+        return msg["pid"]
+
+    def until_pong(self, ping, each):
+        """Pings and hands each frame before the pong to each: the init
+        answers in order, so that is all it sent for what came before."""
+        self.init.send({"type": "ping", "req": ping})
+        while True:
+            msg, data = self.init.recv_frame()
+            if msg == {"type": "pong", "req": ping}:
+                return
+            each(msg, data)
+
+    def test_output_waits_for_the_hosts_acks(self):
+        W, C, init = self.WINDOW, self.CHUNK, self.init
+        pid = self.spawn("t")
+        spec = json.dumps({"line": "exec cat /dev/zero", "cwd": "/"}).encode()
+        init.send_data({"type": "in", "req": "t"}, len(spec).to_bytes(4, "big") + spec)
+        sent = acked = 0  # bytes of "out" payload the init sent; bytes the test acknowledged
+        first = []
+
+        def out(msg, data):
+            nonlocal sent
+            if msg == {"type": "ack", "req": "t", "n": msg.get("n")}:
+                return  # the command's spec, written
+            self.assertEqual((msg["type"], msg.get("req")), ("out", "t"), "the flood stopped: %r %r" % (msg, data[:200]))
+            if not first:
+                first.append(data[:1])
+            sent += len(data)
+            self.assertLessEqual(sent - acked, W, "the init sent %d bytes of output ahead of the host's acks (window %d)" % (sent - acked, W))
+
+        def fill():
+            while sent - acked < W:
+                out(*init.recv_frame())
+
+        fill()  # a window's worth, none acknowledged: then nothing
+        self.until_pong("q", out)
+        self.assertEqual(first[0], b"o", "not the supervisor's stdout frames")
+        # Each ack lets exactly that much more through: odd amounts, less
+        # than a chunk and more, so a read of a whole chunk past the
+        # window's room shows.
+        for i, n in enumerate((1, 1000, C + 4321, W // 2 + 7, W)):
+            acked += n
+            init.send({"type": "ack", "req": "t", "n": n})
+            fill()
+            self.until_pong("q%d" % i, out)
+        self.assertEqual(sent, acked + W)
+        self.assertGreater(sent, 2 * W)
+        # Let go, the tool ends: its command is killed, not left writing.
+        init.send({"type": "close", "req": "t"})
+        self.until_pong("closed", out)
+        self.wait_for(lambda: self.state(pid) in (None, "Z"), "the tool to end")
+
+    def test_input_beyond_the_window_is_refused(self):
+        import signal
+
+        W, C, init = self.WINDOW, self.CHUNK, self.init
+        pid = self.spawn("t")
+        # A tool that reads nothing of its input: stopped before any came.
+        os.kill(pid, signal.SIGSTOP)
+        self.addCleanup(self.cont, pid)
+        self.wait_for(lambda: self.state(pid) == "T", "the tool to stop")
+        sent = written = 0  # input the test sent; what the init acknowledged (the tool's pipe, full)
+
+        def taken(msg, data):
+            nonlocal written
+            self.assertEqual(msg, {"type": "ack", "req": "t", "n": msg.get("n")}, "input within the window refused")
+            written += msg["n"]
+
+        def send(n):
+            nonlocal sent
+            sent += n
+            while n > 0:
+                init.send_data({"type": "in", "req": "t"}, bytes(min(n, C)))
+                n -= min(n, C)
+
+        # A window ahead of the init's acks, which a host may always send.
+        send(W)
+        self.until_pong("a", taken)
+        self.assertGreater(written, 0, "nothing reached the tool's pipe")
+        self.assertLess(written, W, "the stopped tool took %d bytes" % written)
+        # Up to WINDOW + CHUNK waiting to be written: still taken.
+        while sent - written < W + C:
+            send(W + C - (sent - written))
+            self.until_pong("b", taken)
+        self.assertEqual(sent - written, W + C)
+        # One byte more: refused, and the tool let go.
+        send(1)
+        frames = []
+        self.until_pong("c", lambda msg, data: frames.append(msg))
+        self.assertEqual(frames, [{"type": "error", "req": "t", "code": "bad_request", "message": "input beyond the tool's window"}])
+        # The init holds the name no more: a new tool can take it.
+        again = self.spawn("t")
+        self.assertNotEqual(again, pid)
+        init.send({"type": "close", "req": "t"})
+        self.until_pong("d", lambda msg, data: self.fail("after close: %r" % msg))
+        self.cont(pid)
+        for p in (pid, again):
+            self.wait_for(lambda: self.state(p) in (None, "Z"), "tool %d to end" % p)
+
+    def wait_for(self, cond, what):
+        deadline = time.monotonic() + 5
+        while not cond():
+            self.assertLess(time.monotonic(), deadline, "waited 5 s for %s" % what)
+            time.sleep(0.001)
+
+    @staticmethod
+    def state(pid):
+        """A process's state letter, None once it is gone (reaped)."""
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                return f.read().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):  # reaped before, or while, it was read
+            return None
+
+    @staticmethod
+    def cont(pid):
+        import signal
+        try:
+            os.kill(pid, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
 
 
 class FramesTest(unittest.TestCase):
