@@ -72,6 +72,15 @@ func (m *Manager) channel(ctx context.Context, id string) (*kernel.Client, error
 				m.chans.forget(id, ch)
 			}
 			close(ch.ready)
+			if ch.err == nil {
+				// Its container's end (a stop, an eviction, a loss)
+				// ends the stream: the channel goes with it, rather
+				// than wait for a call on an id no one asks for again.
+				go func() {
+					<-ch.client.Done()
+					m.chans.forget(id, ch)
+				}()
+			}
 			return ch.client, ch.err
 		}
 		select {

@@ -330,3 +330,24 @@ print(sorted(set(found.values())), opened)
 		t.Fatalf("tools seen and their fds opened by sandbox code: %s (stderr %s)", got, res.Stderr)
 	}
 }
+
+// TestChannelGoesWithItsSession: a session that ends takes its channel
+// with it. Before, the Manager kept each ended container's channel (its
+// closed client) until that container's id was asked for again, which
+// it never is: one entry per session ever served, for the process's life.
+func TestChannelGoesWithItsSession(t *testing.T) {
+	t.Parallel()
+	m := newManager(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := m.WriteFile(ctx, "k", "/session/a.txt", strings.NewReader("a"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if n := session.OpenChannels(m); n != 1 {
+		t.Fatalf("%d channels open after a files call, want 1", n)
+	}
+	if err := m.Stop(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the stopped session's channel to go", func() bool { return session.OpenChannels(m) == 0 })
+}
