@@ -9,9 +9,10 @@ import (
 	"sync"
 )
 
-// The tools the init of protocol 2 runs for the host (Client.Spawn).
+// The tools the init of protocol 3 runs for the host (Client.Spawn).
 const (
-	// ToolFiles is one call of the files API, as the sandbox user.
+	// ToolFiles runs calls of the files API one after another, as the
+	// sandbox user (sandbox-image/agentbox_fileops.py's serve).
 	ToolFiles = "files"
 	// ToolCommand is one shell command under its supervisor.
 	ToolCommand = "command"

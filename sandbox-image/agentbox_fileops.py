@@ -19,7 +19,10 @@ import os
 import stat
 import sys
 
-OUT = None  # standard output, binary (main sets it)
+OUT = None  # standard output, binary (main or serve sets it)
+INP = None  # standard input, binary and buffered: every read of a call goes
+# through it, so that what it read ahead (the next call's) is never lost
+BROKEN = False  # the answer went short of what it announced (a file shrank)
 
 KINDS = {
     errno.ENOENT: "not_found",
@@ -187,13 +190,15 @@ def op_write(req):
     # With "all", the files are staged beside their targets and put in
     # place only when the host sends {"commit": true} after the last one;
     # a stream that ends without it leaves nothing.
-    inp = os.fdopen(0, "rb", buffering=1 << 20)
+    inp = INP
     staged = [] if req.get("all") else None
     while True:
         line = inp.readline()
         if not line:
             break
         head = json.loads(line)
+        if head.get("end"):
+            break  # the host's files ended (a kept tool's input goes on)
         if staged is not None and head.get("commit"):
             send({"committed": True, "errors": commit(staged)})
             staged = []
@@ -242,7 +247,11 @@ def op_read(req):
             OUT.flush()
             sent = len(data)
         if sent == 0:
-            break  # the file shrank: the host sees the short read
+            # The file shrank: the host sees the short read when the
+            # output ends, so a kept tool must not answer again.
+            global BROKEN
+            BROKEN = True
+            break
         offset += sent
         n -= sent
 
@@ -437,10 +446,54 @@ OPS = {
 def main(op, req):
     """Runs one op with its request (a JSON object's text) on file
     descriptors 0 and 1."""
-    global OUT
+    global OUT, INP
     OUT = os.fdopen(1, "wb", buffering=1 << 16, closefd=False)
+    INP = os.fdopen(0, "rb", buffering=1 << 20, closefd=False)
     OPS[op](json.loads(req))
     OUT.flush()
+
+
+READY = b'{"ready": true}\n'
+IDLE = b'{"idle": true}\n'
+MAX_CALL = 1 << 20  # of one call's request, bytes
+
+
+def serve():
+    """Runs calls, one after another, on file descriptors 0 and 1, until
+    the input ends: the files tool the host keeps (agentbox_tools.py), so
+    that a call costs no fork. Each call is a 4-byte big-endian length and
+    a JSON [op, request, confirm]. With confirm (an op that changes
+    something) the tool says READY and waits for one byte, b"g", before it
+    runs the op: a call sent to a frozen container, which the host gave up
+    on and let go, finds the end of the input when thawed and never runs.
+    After an op whose answer is whole the tool says IDLE, the host's sign
+    that the next call may come; after one that is not (a file that shrank
+    while read) it ends."""
+    global OUT, INP
+    OUT = os.fdopen(1, "wb", buffering=1 << 16, closefd=False)
+    INP = os.fdopen(0, "rb", buffering=1 << 20, closefd=False)
+    while True:
+        head = INP.read(4)
+        if len(head) < 4:
+            return
+        n = int.from_bytes(head, "big")
+        if n > MAX_CALL:
+            raise ValueError("a call of %d bytes, at most %d" % (n, MAX_CALL))
+        body = INP.read(n)
+        if len(body) < n:
+            return
+        op, req, confirm = json.loads(body)
+        if confirm:
+            OUT.write(READY)
+            OUT.flush()
+            if INP.read(1) != b"g":
+                return
+        OPS[op](json.loads(req))
+        if BROKEN:
+            OUT.flush()
+            return
+        OUT.write(IDLE)
+        OUT.flush()
 
 
 if __name__ == "__main__":

@@ -24,16 +24,18 @@
 #
 # Protocol. In: a 4-byte big-endian length and a JSON spec; after that, any
 # byte or the end of input (the host gave up or was cancelled) kills the
-# command. Out: frames of a one-byte kind, a 4-byte big-endian length and
+# command. A spec with "confirm" (the host kept this supervisor as a spare
+# for the session's next command) is answered by an empty "r" frame, and
+# the command starts only after the host's b"g". Out: frames of a one-byte kind, a 4-byte big-endian length and
 # the payload: "o" stdout bytes, "e" stderr bytes, "x" the JSON outcome,
-# always last; after it the supervisor waits (30 s at most) for the host
+# always last ("r" before all, for a spare); after it the supervisor waits (30 s at most) for the host
 # to close its input, so that it is still there to be counted (see
 # agentbox_probes.py commands) until the host has recorded the outcome. Output beyond max_output per stream (when not 0) keeps its
 # head (streamed at once) and tail (sent at the end after a note), like an
 # execution's.
-import ctypes, errno, json, os, select, selectors, signal, struct, sys, threading, time
+import ctypes, errno, json, os, select, selectors, signal, struct, subprocess, sys, threading, time
 
-PR_SET_DUMPABLE, PR_CAPBSET_DROP, PR_SET_CHILD_SUBREAPER = 4, 24, 36
+PR_SET_DUMPABLE, PR_SET_NAME, PR_CAPBSET_DROP, PR_SET_CHILD_SUBREAPER = 4, 15, 24, 36
 USER_ENV_PREFIX = "AGENTBOX_ENV_"
 MAX_SPEC = 4 << 20
 READ_SIZE = 64 << 10
@@ -159,47 +161,81 @@ def parse_user(spec):
             gid = grp.getgrnam(group).gr_gid
     return uid, gid
 
-def child(spec, ids, out_w, err_w, fail_w):
-    step, path = "start", ""
+BOUNDED = False  # the capability bounding set is dropped
+
+def drop_bounding_set(c):
+    """Clears this process's capability bounding set, so that nothing the
+    command executes can gain a capability, whatever file it runs. The
+    supervisor keeps the capabilities it has (the set bounds only what an
+    execve may give), and never executes anything itself: so a spare does
+    this before its command is known, off the command's path."""
+    global BOUNDED
+    if BOUNDED or c is None:
+        return
+    for cap in range(64):
+        if c.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() == errno.EINVAL:
+            break  # past the last capability this kernel knows
+    BOUNDED = True
+
+def command_env(spec):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTBOX_")}
+    env["HOME"] = "/session"
+    # The session's variables, kept from this root process under a
+    # prefix (sandboximage.UserEnvPrefix); the command's own win.
+    for k, v in os.environ.items():
+        name = k[len(USER_ENV_PREFIX):]
+        if k.startswith(USER_ENV_PREFIX) and name and not name.startswith("AGENTBOX_"):
+            env[name] = v
+    env.update(spec.get("env") or {})
+    return env
+
+def failed(step, path, e):
+    if isinstance(e, OSError):
+        return {"op": step, "path": path, "errno": errno.errorcode.get(e.errno or 0, ""), "message": e.strerror or str(e)}
+    return {"op": step, "path": path, "errno": "", "message": repr(e)}
+
+def start(spec, ids, out_w, err_w):
+    """Starts the command: bash -c LINE in its own session, as the sandbox
+    user (ids) with the marker group only, in spec's cwd; its pid, or the
+    failure ({"op", "path", "errno", "message"}) as a dict. The chdir is
+    made here, with the user's effective ids, so that a folder the user
+    may not enter is refused as it would be to them; the rest is
+    subprocess's C child (no Python runs between its fork and the exec,
+    which on a virtual machine costs more than the fork), with the
+    bounding set already dropped (drop_bounding_set)."""
+    drop = ids is not None and os.getuid() == 0 and ids[0] != 0
+    cwd = spec["cwd"]
     try:
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-        os.setsid()
-        if ids is not None and os.getuid() == 0 and ids[0] != 0:
-            step = "drop privileges"
-            c = libc()
-            if c is not None:
-                for cap in range(64):
-                    if c.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() == errno.EINVAL:
-                        break
-            os.setgroups([MARK] if MARK is not None else [])
-            os.setresgid(ids[1], ids[1], ids[1])
-            os.setresuid(ids[0], ids[0], ids[0])
-            if os.getuid() != ids[0] or os.geteuid() != ids[0]:
-                raise OSError(errno.EPERM, "still uid %d" % os.geteuid())
-        step, path = "chdir", spec["cwd"]
-        os.chdir(path)
-        step, path = "start bash", "/bin/bash"
-        null = os.open("/dev/null", os.O_RDONLY)
-        os.dup2(null, 0)
-        os.dup2(out_w, 1)
-        os.dup2(err_w, 2)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTBOX_")}
-        env["HOME"] = "/session"
-        # The session's variables, kept from this root process under a
-        # prefix (sandboximage.UserEnvPrefix); the command's own win.
-        for k, v in os.environ.items():
-            name = k[len(USER_ENV_PREFIX):]
-            if k.startswith(USER_ENV_PREFIX) and name and not name.startswith("AGENTBOX_"):
-                env[name] = v
-        env.update(spec.get("env") or {})
-        os.execve("/bin/bash", ["bash", "-c", spec["line"]], env)
+        if drop:
+            os.setegid(ids[1])
+            os.seteuid(ids[0])
+        try:
+            os.chdir(cwd)
+        finally:
+            if drop:
+                os.seteuid(0)
+                os.setegid(0)
     except OSError as e:
-        msg = {"op": step, "path": path, "errno": errno.errorcode.get(e.errno or 0, ""), "message": e.strerror or str(e)}
-        os.write(fail_w, json.dumps(msg).encode())
+        return failed("chdir", cwd, e)
+    kw = {}
+    if drop:
+        drop_bounding_set(libc())
+        kw = {"user": ids[0], "group": ids[1], "extra_groups": [MARK] if MARK is not None else []}
+    try:
+        p = subprocess.Popen(["bash", "-c", spec["line"]], executable="/bin/bash", stdin=subprocess.DEVNULL,
+                             stdout=out_w, stderr=err_w, env=command_env(spec), close_fds=True,
+                             start_new_session=True, **kw)
+    except OSError as e:
+        # subprocess names the program when the exec failed, and nothing
+        # when a step before it did (the setsid, the ids).
+        if e.filename == "/bin/bash":
+            return failed("start bash", "/bin/bash", e)
+        return failed("drop privileges", "", e)
     except BaseException as e:
-        os.write(fail_w, json.dumps({"op": step, "path": path, "errno": "", "message": repr(e)}).encode())
-    finally:
-        os._exit(127)
+        return failed("start", "", e)
+    # Reaped by the loop's waitpid, not by the Popen object.
+    p.returncode = 0
+    return p.pid
 
 def main():
     global MARK
@@ -211,37 +247,46 @@ def main():
             # EINVAL is gVisor's answer; the marker group stands in there.
             send(b"x", json.dumps({"error": {"op": "become a subreaper", "message": os.strerror(ctypes.get_errno())}}).encode())
             return
-    (n,) = struct.unpack(">I", read_exact(4))
+    env_ids = parse_user(os.environ.get("AGENTBOX_USER", ""))
+    if env_ids is not None and os.getuid() == 0 and env_ids[0] != 0:
+        drop_bounding_set(c)
+        os.setgroups([])  # root's own: never what the chdir is checked with
+    try:
+        (n,) = struct.unpack(">I", read_exact(4))
+    except EOFError:
+        return  # a spare the host let go
     if n > MAX_SPEC:
         raise ValueError("spec too large")
     spec = json.loads(read_exact(n))
+    if spec.get("confirm"):
+        # A spare, started before its command was known: whether the
+        # container runs now is not known either. Say so and wait for the
+        # host's b"g"; a command sent to a frozen container, which the host
+        # gave up on and let go, reads the end of its input once thawed
+        # and never runs.
+        send(b"r", b"")
+        if os.read(0, 1) != b"g":
+            return
+    if c is not None:
+        # Counted as a running command from here on (agentbox_probes.py);
+        # a spare is not one.
+        c.prctl(PR_SET_NAME, ctypes.c_char_p(b"agentbox-cmd"), 0, 0, 0)
     ids = parse_user(spec.get("user") or os.environ.get("AGENTBOX_USER", ""))
     if ids is not None and os.getuid() == 0 and ids[0] != 0:
         # High, random, and never a gid of the image's files.
         MARK = 0x7F000000 | int.from_bytes(os.urandom(3), "big")
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
-    fail_r, fail_w = os.pipe()
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
     signal.signal(signal.SIGCHLD, lambda *a: None)
     signal.set_wakeup_fd(wake_w)
     started = time.monotonic()
-    pid = os.fork()
-    if pid == 0:
-        child(spec, ids, out_w, err_w, fail_w)
-    for fd in (out_w, err_w, fail_w):
+    pid = start(spec, ids, out_w, err_w)
+    for fd in (out_w, err_w):
         os.close(fd)
-    failure = b""
-    while True:
-        b = os.read(fail_r, 65536)
-        if not b:
-            break
-        failure += b
-    os.close(fail_r)
-    if failure:
-        os.waitpid(pid, 0)
-        send(b"x", json.dumps({"error": json.loads(failure)}).encode())
+    if isinstance(pid, dict):
+        send(b"x", json.dumps({"error": pid}).encode())
         return
 
     state = {"reason": "", "done": False}

@@ -1,14 +1,17 @@
 """agentbox tools: the helpers the init runs for the host over a client's
-connection (protocol 2), beside executions, so that a shell command or a
-files API call costs a fork in the container instead of an engine exec.
+connection (protocol 3), beside executions, so that a shell command costs
+a fork in the container, and a files API call not even that, instead of an
+engine exec.
 
 Two tools exist, and the host can name no other program:
 
-* "files", one call of the files API (agentbox_fileops.py), as the sandbox
-  user with no capabilities;
+* "files", calls of the files API one after another (agentbox_fileops.py's
+  serve), as the sandbox user with no capabilities: the host keeps a few
+  such tools a channel and hands each call to an idle one;
 * "command", one shell command under its supervisor
   (agentbox_supervisor.py), as root like the init: the supervisor drops to
-  the sandbox user for the command itself.
+  the sandbox user for the command itself. The host starts the next one
+  ahead, so that a command does not wait for the fork.
 
 Each is forked from the init and never exec'd. So the files helper, once
 it has taken the sandbox user's ids, stays undumpable (it inherits the
@@ -60,7 +63,9 @@ PR_SET_NAME = 15
 TOOLS = ("files", "command")
 # What a tool's process is called (its comm): agentbox_probes.py counts the
 # root processes named agentbox-cmd as running commands.
-NAMES = {"files": b"agentbox-files", "command": b"agentbox-cmd"}
+# A supervisor is agentbox-spare until it has its command (the host keeps
+# one a channel, started ahead), then names itself agentbox-cmd.
+NAMES = {"files": b"agentbox-files", "command": b"agentbox-spare"}
 
 
 def grow_pipe(fd):
@@ -285,45 +290,16 @@ def run(init, tool):
     sys.stdin = sys.stdout = sys.stderr = None  # the init's objects: never these fds' owners
     if tool == "files":
         init.drop_to_sandbox_user()
-        # The call (a JSON [op, request]) comes on stdin only now that the host knows the tool
-        # runs: a call sent to a frozen container never runs once thawed
-        # (the host gave up on it, and closed it first).
-        line = read_request(0, 1 << 20)
-        if not line:
-            return 0
-        import json
         import agentbox_fileops
 
-        op, req = json.loads(line)
-        agentbox_fileops.main(op, req)
+        # Calls, one after another, until the host lets the tool go: the
+        # host keeps a few such tools a channel, so a call costs no fork.
+        agentbox_fileops.serve()
         return 0
     import agentbox_supervisor
 
     agentbox_supervisor.main()
     return 0
-
-
-def read_request(fd, limit):
-    """Reads the call: a 4-byte big-endian length and that many bytes of
-    JSON; b"" when the input ends first (the host let the tool go)."""
-    head = read_exact(fd, 4)
-    if len(head) < 4:
-        return b""
-    n = int.from_bytes(head, "big")
-    if n > limit:
-        raise ValueError("request of %d bytes, at most %d" % (n, limit))
-    data = read_exact(fd, n)
-    return data if len(data) == n else b""
-
-
-def read_exact(fd, n):
-    buf = b""
-    while len(buf) < n:
-        b = os.read(fd, n - len(buf))
-        if not b:
-            break
-        buf += b
-    return buf
 
 
 def set_name(name):

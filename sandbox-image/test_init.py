@@ -530,6 +530,103 @@ class ListFilesTest(unittest.TestCase):
         self.assertEqual(self.list_files(os.path.join(self.tmp.name, "nope"), 100), ([], False))
 
 
+class FilesServeTest(unittest.TestCase):
+    """agentbox_fileops.serve: the files tool the host keeps, calls one
+    after another on one pair of pipes."""
+
+    def setUp(self):
+        import tempfile
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+        self.p = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-B", "-c",
+             "import sys; sys.path.insert(0, %r); import agentbox_fileops; agentbox_fileops.serve()" % HERE],
+            cwd=HERE, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.addCleanup(self.p.kill)
+
+    def call(self, op, req, confirm):
+        body = json.dumps([op, json.dumps(req), confirm]).encode()
+        self.p.stdin.write(len(body).to_bytes(4, "big") + body)
+        self.p.stdin.flush()
+
+    def line(self):
+        return json.loads(self.p.stdout.readline())
+
+    def test_calls_in_a_row(self):
+        path = os.path.join(self.tmp.name, "f.txt")
+        self.call("write", {}, True)
+        self.assertEqual(self.line(), {"ready": True})
+        self.p.stdin.write(b"g" + json.dumps({"path": path, "mode": 0o640}).encode() + b"\n")
+        self.p.stdin.write((5).to_bytes(4, "big") + b"hello" + (0).to_bytes(4, "big"))
+        self.p.stdin.write(b'{"end": true}\n')
+        self.p.stdin.flush()
+        self.assertEqual(self.line()["size"], 5)
+        self.assertEqual(self.line(), {"done": True})
+        self.assertEqual(self.line(), {"idle": True})
+        self.call("read", {"path": path, "offset": 1, "length": -1, "max": 1 << 20}, False)
+        self.assertEqual(self.line()["info"]["length"], 4)
+        self.assertEqual(self.p.stdout.read(4), b"ello")
+        self.assertEqual(self.line(), {"idle": True})
+        self.call("stat", {"path": os.path.join(self.tmp.name, "nope")}, False)
+        self.assertEqual(self.line()["error"]["kind"], "not_found")
+        self.assertEqual(self.line(), {"idle": True})
+        self.p.stdin.close()
+        self.assertEqual(self.p.wait(10), 0)
+
+    def test_unconfirmed_call_never_runs(self):
+        # The host gave up on the call (a frozen container) and let the
+        # tool go: the input ends where the confirmation would be.
+        path = os.path.join(self.tmp.name, "late")
+        self.call("mkdir", {"path": path, "mode": 0o755}, True)
+        self.assertEqual(self.line(), {"ready": True})
+        self.p.stdin.close()
+        self.assertEqual(self.p.wait(10), 0)
+        self.assertFalse(os.path.exists(path))
+
+
+class SupervisorSpareTest(unittest.TestCase):
+    """agentbox_supervisor.py as a spare: a spec with "confirm" waits for
+    the host's b"g"."""
+
+    def start(self, line, path):
+        import struct
+        import tempfile
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        p = subprocess.Popen([sys.executable, "-I", "-S", "-B", os.path.join(HERE, "agentbox_supervisor.py")],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env={"PATH": "/usr/bin:/bin"})
+        self.addCleanup(p.kill)
+        spec = json.dumps({"line": line % path, "cwd": tmp.name, "confirm": True}).encode()
+        p.stdin.write(struct.pack(">I", len(spec)) + spec)
+        p.stdin.flush()
+        self.assertEqual(p.stdout.read(5), b"r\0\0\0\0")
+        return p
+
+    def test_runs_on_go(self):
+        import tempfile
+        path = os.path.join(tempfile.mkdtemp(), "ran")
+        p = self.start("touch %s", path)
+        p.stdin.write(b"g")
+        p.stdin.flush()
+        kinds = b""
+        while not kinds.endswith(b"x"):
+            head = p.stdout.read(5)
+            self.assertEqual(len(head), 5)
+            kinds += head[:1]
+            body = p.stdout.read(int.from_bytes(head[1:], "big"))
+        self.assertEqual(json.loads(body)["exit_code"], 0)
+        self.assertTrue(os.path.exists(path))
+
+    def test_never_runs_unconfirmed(self):
+        # The host gave up on the spare (a frozen container) and let it go.
+        import tempfile
+        path = os.path.join(tempfile.mkdtemp(), "ran")
+        p = self.start("touch %s", path)
+        p.stdin.close()
+        p.wait(10)
+        self.assertFalse(os.path.exists(path))
+
+
 class ProbesTest(unittest.TestCase):
     """agentbox_probes.py: the host's short questions."""
 

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -42,6 +43,109 @@ type channel struct {
 	ready  chan struct{} // closed when the dial ended
 	client *kernel.Client
 	err    error
+
+	mu        sync.Mutex
+	idle      []*keptTool // files tools waiting for a call (filehelper.go)
+	spare     *toolStream   // a supervisor waiting for a command (shell_run.go)
+	refilled  chan struct{} // while a spare is being started: closed when it is
+	gone      bool        // forgotten: a tool given back is let go
+}
+
+// takeSpare returns the channel's spare supervisor, or nil. A spare being
+// started is waited for (or ctx): it is further along than a start of
+// the caller's own would be.
+func (ch *channel) takeSpare(ctx context.Context) *toolStream {
+	ch.mu.Lock()
+	wait := ch.refilled
+	ch.mu.Unlock()
+	if wait != nil {
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	t := ch.spare
+	ch.spare = nil
+	return t
+}
+
+// startRefill says whether the caller is to start a spare: none is kept
+// or being started.
+func (ch *channel) startRefill() bool {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	if ch.gone || ch.spare != nil || ch.refilled != nil {
+		return false
+	}
+	ch.refilled = make(chan struct{})
+	return true
+}
+
+// endRefill keeps t (nil: the start failed) as the spare; false when the
+// channel takes it no more (the caller lets it go).
+func (ch *channel) endRefill(t *toolStream) bool {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	close(ch.refilled)
+	ch.refilled = nil
+	if t == nil || ch.gone || ch.spare != nil {
+		return false
+	}
+	ch.spare = t
+	return true
+}
+
+// maxIdleFilesTools is how many files tools a channel keeps between calls:
+// a call that finds none pays a fork in the container, which costs several
+// milliseconds on a virtual machine whose page tables are slow to copy.
+const maxIdleFilesTools = 4
+
+// keptTool is a files tool between calls, with the reader of its answers
+// (which may hold what it read ahead).
+type keptTool struct {
+	t *toolStream
+	r *bufio.Reader
+}
+
+// takeIdle returns one of the channel's idle files tools, or nil.
+func (ch *channel) takeIdle() *keptTool {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	if n := len(ch.idle); n > 0 {
+		kt := ch.idle[n-1]
+		ch.idle = ch.idle[:n-1]
+		return kt
+	}
+	return nil
+}
+
+// keep gives a files tool back for the next call; false when the channel
+// keeps no more (the caller lets it go).
+func (ch *channel) keep(kt *keptTool) bool {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	if ch.gone || len(ch.idle) >= maxIdleFilesTools {
+		return false
+	}
+	ch.idle = append(ch.idle, kt)
+	return true
+}
+
+// letGo closes the idle tools and the spare; none is kept after it.
+func (ch *channel) letGo() {
+	ch.mu.Lock()
+	idle, spare := ch.idle, ch.spare
+	ch.idle, ch.spare, ch.gone = nil, nil, true
+	ch.mu.Unlock()
+	for _, kt := range idle {
+		kt.t.Close()
+	}
+	if spare != nil {
+		spare.Close()
+	}
 }
 
 // errNoChannel means the container's init runs no tools: the caller takes
@@ -51,6 +155,15 @@ var errNoChannel = errors.New("no channel to the init")
 // channel returns the open channel of container id, dialing it if needed
 // (once, whoever asks at the same time).
 func (m *Manager) channel(ctx context.Context, id string) (*kernel.Client, error) {
+	ch, err := m.channelOf(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return ch.client, nil
+}
+
+// channelOf is channel, with what the Manager keeps beside the client.
+func (m *Manager) channelOf(ctx context.Context, id string) (*channel, error) {
 	if !m.channelOn {
 		return nil, errNoChannel
 	}
@@ -81,7 +194,10 @@ func (m *Manager) channel(ctx context.Context, id string) (*kernel.Client, error
 					m.chans.forget(id, ch)
 				}()
 			}
-			return ch.client, ch.err
+			if ch.err != nil {
+				return nil, ch.err
+			}
+			return ch, nil
 		}
 		select {
 		case <-ch.ready:
@@ -94,7 +210,7 @@ func (m *Manager) channel(ctx context.Context, id string) (*kernel.Client, error
 				m.chans.forget(id, ch) // the stream ended: a new one
 				continue
 			default:
-				return ch.client, nil
+				return ch, nil
 			}
 		}
 		if errors.Is(ch.err, errNoChannel) || attempt > 0 {
@@ -133,6 +249,7 @@ func (cs *channels) forget(id string, ch *channel) {
 	default:
 		return // its dialer forgets it with the error
 	}
+	ch.letGo()
 	if ch.client != nil {
 		ch.client.Close()
 	}
@@ -156,6 +273,7 @@ func (cs *channels) closeAll() {
 	cs.mu.Unlock()
 	for _, ch := range all {
 		<-ch.ready
+		ch.letGo()
 		if ch.client != nil {
 			ch.client.Close()
 		}
@@ -180,24 +298,7 @@ func (m *Manager) spawnToolWith(ctx context.Context, id, tool string, first []by
 	}
 	sctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	watched := make(chan struct{})
-	defer close(watched)
-	go func() {
-		t := time.NewTimer(spawnCheck)
-		defer t.Stop()
-		for {
-			select {
-			case <-watched:
-				return
-			case <-t.C:
-			}
-			if why := m.spawnBlocked(ctx, id); why != nil {
-				cancel(why)
-				return
-			}
-			t.Reset(spawnRecheck)
-		}
-	}()
+	defer m.watchStart(ctx, id, cancel)()
 	tl, err := c.SpawnWith(sctx, tool, first)
 	if err == nil {
 		return &toolStream{Tool: tl, m: m, ctx: context.WithoutCancel(ctx), id: id}, nil
@@ -269,6 +370,36 @@ func (s *toolStream) explain(err error) error {
 		return s.lost
 	}
 	return err
+}
+
+// watchStart looks at container id after spawnCheck, and every
+// spawnRecheck after that, until the returned stop is called: a frozen or
+// gone container answers no start, so abort is called with why
+// (spawnBlocked), once.
+func (m *Manager) watchStart(ctx context.Context, id string, abort func(why error)) (stop func()) {
+	watched := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTimer(spawnCheck)
+		defer t.Stop()
+		for {
+			select {
+			case <-watched:
+				return
+			case <-t.C:
+			}
+			if why := m.spawnBlocked(ctx, id); why != nil {
+				abort(why)
+				return
+			}
+			t.Reset(spawnRecheck)
+		}
+	}()
+	return func() {
+		close(watched)
+		<-done
+	}
 }
 
 // spawnBlocked says why a tool's start in container id cannot be answered:

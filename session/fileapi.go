@@ -192,6 +192,7 @@ func (m *Manager) fileOp(ctx context.Context, key, op, p string, create bool, re
 	if err := h.next(ctx, &r); err != nil {
 		return fail(err)
 	}
+	h.whole()
 	if r.Error != nil {
 		return fail(r.Error.err())
 	}
@@ -382,8 +383,10 @@ func (m *Manager) listing(ctx context.Context, key, op, p string, req map[string
 		}
 		switch {
 		case r.Error != nil:
+			h.whole()
 			return fail(r.Error.err())
 		case r.Done:
+			h.whole()
 			list.Truncated = r.Truncated
 			return list, nil
 		}
@@ -467,6 +470,9 @@ func (r *FileReader) Close() error {
 
 func (r *FileReader) finish() {
 	if r.done != nil {
+		if r.left == 0 && (r.err == nil || r.err == io.EOF) {
+			r.h.whole()
+		}
 		r.h.Close()
 		r.done()
 		r.done = nil
@@ -520,6 +526,7 @@ func (m *Manager) ReadFile(ctx context.Context, key, path string, offset, length
 		return fail(err)
 	}
 	if r.Error != nil {
+		h.whole()
 		h.Close()
 		err := r.Error.err()
 		if errors.Is(err, ErrFileTooLarge) {
@@ -655,6 +662,9 @@ func (m *Manager) writeFileSeq(ctx context.Context, key string, files iter.Seq[F
 			for {
 				var a writeAnswer
 				a.err = h.next(ctx, &a.r)
+				if a.err == nil && a.r.Done {
+					h.whole()
+				}
 				select {
 				case answers <- a:
 				case <-h.closed:
@@ -784,7 +794,7 @@ func (m *Manager) writeFileSeq(ctx context.Context, key string, files iter.Seq[F
 		}
 	}
 	if werr == nil {
-		werr = h.s.CloseWrite()
+		werr = h.endInput()
 	}
 	for got < len(headed) {
 		a, ok := <-answers
@@ -797,6 +807,9 @@ func (m *Manager) writeFileSeq(ctx context.Context, key string, files iter.Seq[F
 	}
 	if committing && werr == nil {
 		werr = m.committed(answers, results, fileErr)
+	}
+	if werr == nil {
+		h.awaitEnd(answers)
 	}
 	if werr != nil {
 		if verdict != nil && !committing {

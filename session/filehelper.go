@@ -11,6 +11,8 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/agentbox/agentbox/kernel"
 	sandboximage "github.com/agentbox/agentbox/sandbox-image"
@@ -23,39 +25,77 @@ const maxHelperLine = 64 << 10
 // readOnly are the helper's ops that change nothing in the sandbox.
 var readOnly = map[string]bool{"stat": true, "read": true, "list": true, "glob": true}
 
-// helperCall is one run of the helper in a session's container.
+// helperCall is one call of the helper in a session's container.
 type helperCall struct {
 	s      execStream
 	r      *bufio.Reader
 	stop   func() bool
 	once   sync.Once
-	closed chan struct{} // closed by Close
+	closed chan struct{} // closed by close
+
+	// A files tool of the channel (nil: an exec of the helper, one call
+	// only), given back to ch by Close once its answer was whole.
+	kept     *keptTool
+	ch       *channel
+	complete atomic.Bool
 }
 
-// startHelper runs the helper's op with req in e's container: the files
-// tool on the container's channel, or, when its init runs no tools, the
-// helper by the driver's exec. The stream is closed when ctx ends, so a
-// helper that hangs holds nobody.
+// startHelper runs the helper's op with req in e's container: on a files
+// tool of the container's channel (an idle one, or one it starts), or,
+// when its init runs no tools, by the driver's exec. The stream is closed
+// when ctx ends, so a helper that hangs holds nobody.
 func (m *Manager) startHelper(ctx context.Context, e *entry, op string, req any) (*helperCall, error) {
 	arg, err := json.Marshal(req)
 	if err != nil {
 		return nil, err
 	}
-	// The call, as agentbox_tools.py reads it: a length, then JSON.
-	call, err := json.Marshal([]string{op, string(arg)})
+	h, err := m.toolCall(ctx, e.containerID, op, string(arg))
+	if !errors.Is(err, errNoChannel) {
+		return h, err
+	}
+	es, ok := m.drv.(execStreamer)
+	if !ok {
+		return nil, fmt.Errorf("the driver cannot run a helper in a container: %w", errors.ErrUnsupported)
+	}
+	s, err := es.ExecStream(ctx, e.containerID, m.cfg.User,
+		[]string{"python3", "-I", "-S", "-B", sandboximage.FileOpsPath, op, string(arg)})
 	if err != nil {
 		return nil, err
 	}
-	msg := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(call)), uint32(len(call)))
-	msg = append(msg, call...)
-	var s execStream
+	h = &helperCall{s: s, r: bufio.NewReaderSize(s, 64<<10), closed: make(chan struct{})}
+	h.stop = context.AfterFunc(ctx, h.close)
+	return h, nil
+}
+
+// toolCall sends the call to a files tool of container id's channel: an
+// idle one, else one it starts. errNoChannel when the init runs no tools.
+func (m *Manager) toolCall(ctx context.Context, id, op, arg string) (*helperCall, error) {
+	ch, err := m.channelOf(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		kt := ch.takeIdle()
+		if kt == nil {
+			break
+		}
+		h, err := m.callKept(ctx, id, ch, kt, op, arg)
+		if !errors.Is(err, errToolGone) {
+			return h, err
+		}
+		// It ended before it took the call (code of the sandbox user
+		// may kill it): the call never ran, so another tool takes it.
+	}
+	// The call, as agentbox_fileops.serve reads it: a length, then JSON.
+	// A new tool needs no confirmation: it runs.
+	msg := toolMessage(op, arg, false)
 	var t *toolStream
 	if readOnly[op] && len(msg) <= 64<<10 {
 		// A call that changes nothing goes with the start, a round
 		// trip sooner: run late in a container thawed after the caller
 		// gave up, it answers nobody and changes nothing.
-		t, err = m.spawnToolWith(ctx, e.containerID, kernel.ToolFiles, msg)
-	} else if t, err = m.spawnTool(ctx, e.containerID, kernel.ToolFiles); err == nil {
+		t, err = m.spawnToolWith(ctx, id, kernel.ToolFiles, msg)
+	} else if t, err = m.spawnTool(ctx, id, kernel.ToolFiles); err == nil {
 		// The rest only once the tool runs: a call sent to a frozen
 		// container must never run once it is thawed.
 		if _, err = t.Write(msg); err != nil {
@@ -63,32 +103,132 @@ func (m *Manager) startHelper(ctx context.Context, e *entry, op string, req any)
 			return nil, fmt.Errorf("send the call to the file helper: %w", err)
 		}
 	}
-	switch {
-	case err == nil:
-		s = t
-	case errors.Is(err, errNoChannel):
-		es, ok := m.drv.(execStreamer)
-		if !ok {
-			return nil, fmt.Errorf("the driver cannot run a helper in a container: %w", errors.ErrUnsupported)
-		}
-		if s, err = es.ExecStream(ctx, e.containerID, m.cfg.User,
-			[]string{"python3", "-I", "-S", "-B", sandboximage.FileOpsPath, op, string(arg)}); err != nil {
-			return nil, err
-		}
-	default:
+	if err != nil {
 		return nil, err
 	}
-	h := &helperCall{s: s, r: bufio.NewReaderSize(s, 64<<10), closed: make(chan struct{})}
+	kt := &keptTool{t: t, r: bufio.NewReaderSize(t, 64<<10)}
+	h := &helperCall{s: t, r: kt.r, closed: make(chan struct{}), kept: kt, ch: ch}
 	h.stop = context.AfterFunc(ctx, h.close)
 	return h, nil
 }
 
+// errToolGone means an idle files tool ended before it took a call.
+var errToolGone = errors.New("the idle files tool is gone")
+
+// callKept sends the call to kt, an idle files tool. A call that changes
+// something waits for the tool's READY and confirms it, so that one sent
+// to a frozen container (this one was idle, so nobody knows it runs)
+// never runs once thawed: the container is looked at while the tool does
+// not answer, as a tool's start is. errToolGone when the tool turns out to
+// have ended before the call reached it.
+func (m *Manager) callKept(ctx context.Context, id string, ch *channel, kt *keptTool, op, arg string) (*helperCall, error) {
+	h := &helperCall{s: kt.t, r: kt.r, closed: make(chan struct{}), kept: kt, ch: ch}
+	h.stop = context.AfterFunc(ctx, h.close)
+	confirm := !readOnly[op]
+	var why error
+	var whyMu sync.Mutex
+	stop := m.watchStart(ctx, id, func(err error) {
+		whyMu.Lock()
+		why = err
+		whyMu.Unlock()
+		h.close()
+	})
+	_, err := kt.t.Write(toolMessage(op, arg, confirm))
+	if err == nil {
+		if confirm {
+			var line []byte
+			if line, err = kt.r.ReadSlice('\n'); err == nil && string(line) != readyLine {
+				err = fmt.Errorf("the file helper said %q, not that it is ready", line)
+			}
+			if err == nil {
+				_, err = kt.t.Write([]byte{'g'})
+			}
+		} else {
+			// The first byte of the answer: the tool runs.
+			_, err = kt.r.Peek(1)
+		}
+	}
+	stop()
+	if err == nil {
+		return h, nil
+	}
+	h.Close()
+	whyMu.Lock()
+	defer whyMu.Unlock()
+	switch {
+	case why != nil:
+		if errors.Is(why, ErrSessionLost) {
+			m.chans.drop(id)
+		}
+		return nil, why
+	case ctx.Err() != nil:
+		return nil, context.Cause(ctx)
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.ErrClosedPipe):
+		return nil, errToolGone
+	}
+	return nil, fmt.Errorf("the file helper: %w", err)
+}
+
+// readyLine is agentbox_fileops.READY; idleLine is its IDLE.
+const (
+	readyLine = "{\"ready\": true}\n"
+	idleLine  = "{\"idle\": true}\n"
+)
+
+// toolMessage is a call as a files tool reads it: a 4-byte big-endian
+// length, then the JSON [op, request, confirm].
+func toolMessage(op, arg string, confirm bool) []byte {
+	call, _ := json.Marshal([]any{op, arg, confirm})
+	msg := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(call)), uint32(len(call)))
+	return append(msg, call...)
+}
+
 func (h *helperCall) close() { h.once.Do(func() { h.s.Close(); close(h.closed) }) }
 
-// Close ends the helper's stream.
+// whole says the call's answer was read to its end: Close may give the
+// tool back for another call.
+func (h *helperCall) whole() { h.complete.Store(true) }
+
+// endInput ends what the host sends for the call: the end of a kept
+// tool's input would end the tool, so it is told in words.
+func (h *helperCall) endInput() error {
+	if h.kept != nil {
+		_, err := h.s.Write([]byte("{\"end\": true}\n"))
+		return err
+	}
+	return h.s.CloseWrite()
+}
+
+// awaitEnd lets a write's answers run to their end (the "done" after the
+// last file's), so that Close finds a kept tool's answer whole and keeps
+// the tool; a helper that says nothing more within idleWait is let go.
+func (h *helperCall) awaitEnd(answers <-chan writeAnswer) {
+	if h.kept == nil {
+		return
+	}
+	t := time.AfterFunc(idleWait, h.close)
+	defer t.Stop()
+	for range answers {
+	}
+}
+
+// idleWait bounds how long Close waits for a tool's IDLE after a whole
+// answer; the tool says it at once.
+const idleWait = 2 * time.Second
+
+// Close ends the call: a files tool whose answer was whole goes back to
+// its channel once it says it is idle; any other helper's stream closes.
 func (h *helperCall) Close() error {
-	h.stop()
-	h.close()
+	if h.kept == nil || !h.complete.Load() || !h.stop() {
+		h.stop()
+		h.close()
+		return nil
+	}
+	t := time.AfterFunc(idleWait, h.close)
+	line, err := h.r.ReadSlice('\n')
+	if !t.Stop() || err != nil || string(line) != idleLine || !h.ch.keep(h.kept) {
+		h.close()
+	}
 	return nil
 }
 

@@ -141,6 +141,10 @@ type supervisorSpec struct {
 	Timeout   float64           `json:"timeout"` // seconds; 0 = none
 	Grace     float64           `json:"grace"`   // seconds between SIGTERM and SIGKILL
 	MaxOutput int               `json:"max_output"`
+	// Confirm: the supervisor is a spare (started ahead, so whether its
+	// container runs is not known); it answers an "r" frame and starts
+	// the command on the host's 'g'.
+	Confirm bool `json:"confirm,omitempty"`
 }
 
 // outcome is the supervisor's last frame.

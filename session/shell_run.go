@@ -152,30 +152,37 @@ func (m *Manager) commandSession(ctx context.Context, key string) (*entry, strin
 // awaited, for the grace period and a margin.
 func (m *Manager) supervise(ctx context.Context, id string, cmd Command, timeout time.Duration, maxOut int, emit func(kind byte, p []byte), done func(*outcome)) (*outcome, error) {
 	grace := m.cfg.InterruptGrace
-	spec, err := json.Marshal(supervisorSpec{
+	sp := supervisorSpec{
 		Line: cmd.Line, Cwd: cmp.Or(cmd.Cwd, DefaultCwd), Env: cmd.Env,
 		Timeout: timeout.Seconds(), Grace: grace.Seconds(), MaxOutput: maxOut,
-	})
+	}
+	spec, err := json.Marshal(sp)
 	if err != nil {
 		return nil, err
 	}
-	s, err := m.startSupervisor(ctx, id)
+	s, err := m.sparedSupervisor(ctx, id, sp)
+	if err == nil && s == nil {
+		s, err = m.startSupervisor(ctx, id)
+		if err == nil {
+			if _, err = s.Write(frameSpec(spec)); err != nil {
+				s.Close()
+				return nil, fmt.Errorf("start the command: send it: %w", err)
+			}
+		}
+	}
 	if err != nil {
 		if lost := m.checkAlive(context.WithoutCancel(ctx), id); lost != nil {
 			return nil, lost
 		}
 		return nil, fmt.Errorf("start the command: %w", err)
 	}
+	// The next command's supervisor is started once this one is over:
+	// a fork in the container beside a starting command slows both.
+	defer m.refillSpare(context.WithoutCancel(ctx), id)
 	var closeOnce sync.Once
 	var closedByHost atomic.Bool
 	closeStream := func() { closeOnce.Do(func() { closedByHost.Store(true); s.Close() }) }
 	defer closeOnce.Do(func() { s.Close() })
-
-	var hdr [4]byte
-	binary.BigEndian.PutUint32(hdr[:], uint32(len(spec)))
-	if _, err := s.Write(append(hdr[:], spec...)); err != nil {
-		return nil, fmt.Errorf("start the command: send it: %w", err)
-	}
 	// A backstop only: the supervisor enforces the timeout itself.
 	hard := time.AfterFunc(timeout+grace+superviseMargin, closeStream)
 	if timeout == 0 {
@@ -339,6 +346,103 @@ func (c *capBuffer) Write(p []byte) {
 
 // String is the text kept, invalid UTF-8 replaced (as executions do).
 func (c *capBuffer) String() string { return strings.ToValidUTF8(c.buf.String(), "\uFFFD") }
+
+// frameSpec is a supervisor's spec as it reads it: a 4-byte big-endian
+// length, then the JSON.
+func frameSpec(spec []byte) []byte {
+	return append(binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(spec)), uint32(len(spec))), spec...)
+}
+
+// sparedSupervisor hands the command to the spare supervisor of container
+// id's channel, if it has one, and starts the next spare: a command then
+// does not wait for the init's fork. The spare says it runs (an "r"
+// frame) before it is told to go, so that a command sent to a frozen
+// container (a spare is idle, so nobody knows) never runs once thawed:
+// the container is looked at while it does not answer, as at a tool's
+// start. nil and no error when there is no spare, or it turned out gone
+// before it took the command (the caller starts a supervisor).
+func (m *Manager) sparedSupervisor(ctx context.Context, id string, sp supervisorSpec) (CommandStream, error) {
+	ch, err := m.channelOf(ctx, id)
+	if err != nil {
+		return nil, nil // startSupervisor says why, or takes the exec
+	}
+	t := ch.takeSpare(ctx)
+	if t == nil {
+		return nil, nil
+	}
+	sp.Confirm = true
+	spec, err := json.Marshal(sp)
+	if err != nil {
+		t.Close()
+		return nil, err
+	}
+	var why error
+	var whyMu sync.Mutex
+	stopWatch := m.watchStart(ctx, id, func(err error) {
+		whyMu.Lock()
+		why = err
+		whyMu.Unlock()
+		t.Close()
+	})
+	stopCtx := context.AfterFunc(ctx, func() { t.Close() })
+	var fh [5]byte
+	_, err = t.Write(frameSpec(spec))
+	if err == nil {
+		_, err = io.ReadFull(t, fh[:])
+	}
+	if err == nil && (fh[0] != 'r' || binary.BigEndian.Uint32(fh[1:]) != 0) {
+		err = fmt.Errorf("the spare supervisor sent a frame of kind %q, not that it is ready", fh[0])
+	}
+	if err == nil {
+		_, err = t.Write([]byte{'g'})
+	}
+	stopWatch()
+	if !stopCtx() && err == nil {
+		err = context.Cause(ctx) // closed by the AfterFunc after all
+	}
+	if err == nil {
+		return t, nil
+	}
+	t.Close()
+	whyMu.Lock()
+	defer whyMu.Unlock()
+	switch {
+	case why != nil:
+		if errors.Is(why, ErrSessionLost) {
+			m.chans.drop(id)
+		}
+		return nil, why
+	case ctx.Err() != nil:
+		return nil, context.Cause(ctx)
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.ErrClosedPipe):
+		return nil, nil // gone before it took the command: a new one takes it
+	}
+	return nil, err
+}
+
+// spareTimeout bounds the start of a spare supervisor.
+const spareTimeout = 30 * time.Second
+
+// refillSpare starts a spare supervisor for container id's channel in the
+// background, unless it has one or one is being started.
+func (m *Manager) refillSpare(ctx context.Context, id string) {
+	ch, err := m.channelOf(ctx, id)
+	if err != nil || !ch.startRefill() {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), spareTimeout)
+		defer cancel()
+		t, err := m.spawnTool(ctx, id, kernel.ToolCommand)
+		if err != nil {
+			ch.endRefill(nil)
+			return
+		}
+		if !ch.endRefill(t) {
+			t.Close()
+		}
+	}()
+}
 
 // startSupervisor starts a command's supervisor in container id: the
 // command tool on the container's channel, or, when its init runs no

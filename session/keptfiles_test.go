@@ -1,0 +1,175 @@
+package session_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentbox/agentbox/session"
+)
+
+// The files API's calls run on files tools a channel keeps between calls
+// (agentbox_fileops.serve): a call costs no fork in the container. These
+// tests hold what keeping them must not change: a kept tool is used again,
+// one that sandbox code killed is replaced without the call failing, and a
+// call on a frozen container never runs once it is thawed.
+
+// filesTools is Python that lists the container's files tools: pid ->
+// name, as the sandbox user sees them in /proc.
+const filesTools = `
+import os, time
+def files_tools():
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit(): continue
+        try:
+            with open("/proc/%s/comm" % pid) as f:
+                if f.read().strip() == "agentbox-files": found.append(int(pid))
+        except OSError: continue
+    return sorted(found)
+`
+
+// TestFilesToolKept: calls one after another run on the same files tool.
+// Red with the tool let go after each call (a fork per call again).
+func TestFilesToolKept(t *testing.T) {
+	t.Parallel()
+	m := newManager(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	calls := func() {
+		t.Helper()
+		if _, err := m.WriteFile(ctx, "k", "/session/a.txt", strings.NewReader("hello"), 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.StatFile(ctx, "k", "/session/a.txt"); err != nil {
+			t.Fatal(err)
+		}
+		r, err := m.ReadFile(ctx, "k", "/session/a.txt", 0, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b, err := io.ReadAll(r); err != nil || string(b) != "hello" {
+			t.Fatalf("read %q, %v", b, err)
+		}
+		r.Close()
+		if _, err := m.ListFiles(ctx, "k", "/session", session.ListOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.MakeDir(ctx, "k", "/session/d", 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	calls()
+	before := stdout(mustExec(t, m, "k", filesTools+"print(files_tools())"))
+	calls()
+	after := stdout(mustExec(t, m, "k", filesTools+"print(files_tools())"))
+	if before != after || before == "[]" || strings.Contains(before, ",") {
+		t.Fatalf("files tools before %s, after five more calls %s: want the same one", before, after)
+	}
+}
+
+// TestFilesToolKilledBetweenCalls: sandbox code may kill the idle files
+// tools (they run as its user); the next calls find new ones. Red with a
+// dead kept tool's failure returned to the caller.
+func TestFilesToolKilledBetweenCalls(t *testing.T) {
+	t.Parallel()
+	m := newManager(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := m.WriteFile(ctx, "k", "/session/a.txt", strings.NewReader("a"), 0); err != nil {
+		t.Fatal(err)
+	}
+	// Several kept at once: reads open together.
+	var wg sync.WaitGroup
+	var readers []*session.FileReader
+	var mu sync.Mutex
+	for range 3 {
+		wg.Go(func() {
+			r, err := m.ReadFile(ctx, "k", "/session/a.txt", 0, -1)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			readers = append(readers, r)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	for _, r := range readers {
+		io.Copy(io.Discard, r)
+		r.Close()
+	}
+	out := stdout(mustExec(t, m, "k", filesTools+`
+import signal
+killed = files_tools()
+for pid in killed: os.kill(pid, signal.SIGKILL)
+deadline = time.time() + 30
+while files_tools() and time.time() < deadline: time.sleep(0.02)
+print(len(killed), files_tools())`))
+	if out == "0 []" || !strings.HasSuffix(out, " []") {
+		t.Fatalf("killed files tools: %s", out)
+	}
+	for i := range 3 {
+		p := fmt.Sprintf("/session/b%d.txt", i)
+		if _, err := m.WriteFile(ctx, "k", p, strings.NewReader("b"), 0); err != nil {
+			t.Fatalf("write after the files tools were killed (%s): %v", out, err)
+		}
+		if _, err := m.StatFile(ctx, "k", p); err != nil {
+			t.Fatalf("stat after the files tools were killed: %v", err)
+		}
+	}
+}
+
+// TestFilesPausedKeptTool: a call that changes something, handed to an
+// idle files tool of a frozen container, is ErrPaused and never runs once
+// the container is thawed. Red with the tool running a call without the
+// host's confirmation.
+func TestFilesPausedKeptTool(t *testing.T) {
+	t.Parallel()
+	m := newManager(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := m.WriteFile(ctx, "k", "/session/a.txt", strings.NewReader("a"), 0); err != nil {
+		t.Fatal(err)
+	}
+	kept := stdout(mustExec(t, m, "k", filesTools+"print(files_tools())"))
+	if kept == "[]" || strings.Contains(kept, ",") {
+		t.Fatalf("files tools after a call: %s, want one kept", kept)
+	}
+	id := containerOf(t, m, "k")
+	dockerCLI(t, "pause", id)
+	err := m.MakeDir(ctx, "k", "/session/late", 0)
+	if !errors.Is(err, session.ErrPaused) {
+		t.Errorf("mkdir in a paused session: %v, want ErrPaused", err)
+	}
+	_, err = m.WriteFile(ctx, "k", "/session/late.txt", strings.NewReader("x"), 0)
+	if !errors.Is(err, session.ErrPaused) {
+		t.Errorf("write in a paused session: %v, want ErrPaused", err)
+	}
+	dockerCLI(t, "unpause", id)
+	// The channel's frames are taken in order: once this call is
+	// answered, the init has handed over (and let go of) every tool the
+	// calls above left.
+	if _, err := m.StatFile(ctx, "k", "/session"); err != nil {
+		t.Fatal(err)
+	}
+	// The tools the host gave up on end once thawed (their input
+	// ends), the stat's stays; whatever the others were to do, they did
+	// by then.
+	out := stdout(mustExec(t, m, "k", filesTools+`
+kept = `+kept+`
+deadline = time.time() + 30
+while (set(kept) & set(files_tools()) or len(files_tools()) > 1) and time.time() < deadline: time.sleep(0.02)
+print(sorted(set(kept) & set(files_tools())), len(files_tools()), os.path.exists("/session/late"), os.path.exists("/session/late.txt"))`))
+	if out != "[] 1 False False" {
+		t.Fatalf("after the thaw: the kept tool, tools left, /session/late, /session/late.txt: %s", out)
+	}
+}
+
+func stdout(res *session.Result) string { return strings.TrimSpace(res.Stdout) }
