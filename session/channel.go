@@ -44,11 +44,11 @@ type channel struct {
 	client *kernel.Client
 	err    error
 
-	mu        sync.Mutex
-	idle      []*keptTool // files tools waiting for a call (filehelper.go)
-	spare     *toolStream   // a supervisor waiting for a command (shell_run.go)
-	refilled  chan struct{} // while a spare is being started: closed when it is
-	gone      bool        // forgotten: a tool given back is let go
+	mu       sync.Mutex
+	idle     []*keptTool   // files tools waiting for a call (filehelper.go)
+	spare    *toolStream   // a supervisor waiting for a command (shell_run.go)
+	refilled chan struct{} // while a spare is being started: closed when it is
+	gone     bool          // forgotten: a tool given back is let go
 }
 
 // takeSpare returns the channel's spare supervisor, or nil. A spare being
