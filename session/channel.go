@@ -375,7 +375,7 @@ func (s *toolStream) explain(err error) error {
 // watchStart looks at container id after spawnCheck, and every
 // spawnRecheck after that, until the returned stop is called: a frozen or
 // gone container answers no start, so abort is called with why
-// (spawnBlocked), once.
+// (spawnBlocked), once. stop may be called more than once.
 func (m *Manager) watchStart(ctx context.Context, id string, abort func(why error)) (stop func()) {
 	watched := make(chan struct{})
 	done := make(chan struct{})
@@ -396,8 +396,9 @@ func (m *Manager) watchStart(ctx context.Context, id string, abort func(why erro
 			t.Reset(spawnRecheck)
 		}
 	}()
+	var once sync.Once
 	return func() {
-		close(watched)
+		once.Do(func() { close(watched) })
 		<-done
 	}
 }

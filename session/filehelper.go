@@ -112,6 +112,10 @@ func (m *Manager) toolCall(ctx context.Context, id, op, arg string) (*helperCall
 	return h, nil
 }
 
+// keptStall is how long an idle files tool may take to answer a call
+// before it is taken for stopped: its answer is a few pipe hops away.
+const keptStall = 2 * time.Second
+
 // errToolGone means an idle files tool ended before it took a call.
 var errToolGone = errors.New("the idle files tool is gone")
 
@@ -133,6 +137,15 @@ func (m *Manager) callKept(ctx context.Context, id string, ch *channel, kt *kept
 		whyMu.Unlock()
 		h.close()
 	})
+	// An idle tool runs as the sandbox user, whose code may stop it
+	// (SIGSTOP) as well as kill it: one that does not answer in
+	// keptStall, in a container that runs, is let go for a new one (the
+	// call has not run: a change waits for its 'g').
+	var stalled atomic.Bool
+	stall := time.AfterFunc(keptStall, func() {
+		stalled.Store(true)
+		h.close()
+	})
 	_, err := kt.t.Write(toolMessage(op, arg, confirm))
 	if err == nil {
 		if confirm {
@@ -140,8 +153,14 @@ func (m *Manager) callKept(ctx context.Context, id string, ch *channel, kt *kept
 			if line, err = kt.r.ReadSlice('\n'); err == nil && string(line) != readyLine {
 				err = fmt.Errorf("the file helper said %q, not that it is ready", line)
 			}
-			if err == nil {
+			// The watches end before the 'g': once it is sent the call
+			// may run, and is never taken for not run.
+			stop()
+			stall.Stop()
+			if err == nil && !stalled.Load() && !h.isClosed() {
 				_, err = kt.t.Write([]byte{'g'})
+			} else if err == nil {
+				err = errors.New("given up before the go")
 			}
 		} else {
 			// The first byte of the answer: the tool runs.
@@ -149,7 +168,8 @@ func (m *Manager) callKept(ctx context.Context, id string, ch *channel, kt *kept
 		}
 	}
 	stop()
-	if err == nil {
+	stall.Stop()
+	if err == nil && !stalled.Load() {
 		return h, nil
 	}
 	h.Close()
@@ -163,6 +183,9 @@ func (m *Manager) callKept(ctx context.Context, id string, ch *channel, kt *kept
 		return nil, why
 	case ctx.Err() != nil:
 		return nil, context.Cause(ctx)
+	case stalled.Load():
+		m.log.Warn("an idle files tool did not answer: a new one takes the call", "container", shortID(id), "after", keptStall)
+		return nil, errToolGone
 	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.ErrClosedPipe):
 		return nil, errToolGone
 	}
@@ -184,6 +207,16 @@ func toolMessage(op, arg string, confirm bool) []byte {
 }
 
 func (h *helperCall) close() { h.once.Do(func() { h.s.Close(); close(h.closed) }) }
+
+// isClosed says whether close was called.
+func (h *helperCall) isClosed() bool {
+	select {
+	case <-h.closed:
+		return true
+	default:
+		return false
+	}
+}
 
 // whole says the call's answer was read to its end: Close may give the
 // tool back for another call.

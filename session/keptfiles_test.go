@@ -126,6 +126,39 @@ print(len(killed), files_tools())`))
 	}
 }
 
+// TestFilesToolStoppedBetweenCalls: sandbox code may stop the idle files
+// tools (SIGSTOP); the next calls are taken by new ones, soon, and a
+// change is made once. Red with no bound on an idle tool's answer (the
+// calls wait for the caller's deadline).
+func TestFilesToolStoppedBetweenCalls(t *testing.T) {
+	t.Parallel()
+	m := newManager(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := m.WriteFile(ctx, "k", "/session/a.txt", strings.NewReader("a"), 0); err != nil {
+		t.Fatal(err)
+	}
+	out := stdout(mustExec(t, m, "k", filesTools+`
+import signal
+stopped = files_tools()
+for pid in stopped: os.kill(pid, signal.SIGSTOP)
+print(stopped)`))
+	if out == "[]" {
+		t.Fatal("no idle files tool to stop")
+	}
+	call, cancelCall := context.WithTimeout(ctx, 30*time.Second)
+	defer cancelCall()
+	if err := m.MakeDir(call, "k", "/session/d", 0); err != nil {
+		t.Fatalf("mkdir with the idle files tool stopped (%s): %v", out, err)
+	}
+	if _, err := m.StatFile(call, "k", "/session/d"); err != nil {
+		t.Fatalf("stat with the idle files tool stopped: %v", err)
+	}
+	if err := m.MoveFile(call, "k", "/session/a.txt", "/session/b.txt", false); err != nil {
+		t.Fatalf("a move after the stopped tool was let go: %v", err)
+	}
+}
+
 // TestFilesPausedKeptTool: a call that changes something, handed to an
 // idle files tool of a frozen container, is ErrPaused and never runs once
 // the container is thawed. Red with the tool running a call without the

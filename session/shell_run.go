@@ -393,15 +393,19 @@ func (m *Manager) sparedSupervisor(ctx context.Context, id string, sp supervisor
 	if err == nil && (fh[0] != 'r' || binary.BigEndian.Uint32(fh[1:]) != 0) {
 		err = fmt.Errorf("the spare supervisor sent a frame of kind %q, not that it is ready", fh[0])
 	}
-	if err == nil {
-		_, err = t.Write([]byte{'g'})
-	}
+	// The watches end before the 'g': once it is sent the command may
+	// run, and is never taken for not run.
 	stopWatch()
 	if !stopCtx() && err == nil {
 		err = context.Cause(ctx) // closed by the AfterFunc after all
 	}
-	if err == nil {
-		return t, nil
+	whyMu.Lock()
+	aborted := why != nil
+	whyMu.Unlock()
+	if err == nil && !aborted {
+		if _, err = t.Write([]byte{'g'}); err == nil {
+			return t, nil
+		}
 	}
 	t.Close()
 	whyMu.Lock()
