@@ -25,7 +25,7 @@
 //
 // Init frames:
 //
-//	{"type":"hello","protocol":3,"kernel_pid":12,"python":"3.14.8","restarts":0,...,"tools":["files","command"]}
+//	{"type":"hello","protocol":3,"kernel_pid":12,"python":"3.14.8","restarts":0,...,"tools":["files","command","spare"]}
 //	{"type":"accepted","req":"1","id":"call-7","duplicate":false}
 //	{"type":"started","id":"call-7","execution_count":3}
 //	{"type":"stream","id":"call-7","name":"stdout","text":"..."}
@@ -39,8 +39,9 @@
 //
 // Tools (protocol 3): the init forks a helper for the host, named by the
 // hello's "tools" (Client.Spawn): "files" (files API calls one after
-// another, as the sandbox user; the host keeps it for the next call) and
-// "command" (one shell command's supervisor). Its
+// another, as the sandbox user; the host keeps it for the next call),
+// "command" (one shell command's supervisor) and "spare" (a supervisor
+// started ahead of its command, which it takes once the host confirms). Its
 // standard input and output travel on the client's stream as frames
 // followed by raw bytes, with a credit of ToolWindow bytes each way, so one
 // slow reader holds only its own tool:

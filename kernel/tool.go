@@ -16,6 +16,9 @@ const (
 	ToolFiles = "files"
 	// ToolCommand is one shell command under its supervisor.
 	ToolCommand = "command"
+	// ToolSpare is a command's supervisor started ahead of its command,
+	// which it takes, once confirmed, from the host.
+	ToolSpare = "spare"
 )
 
 // ToolWindow is the credit of a tool's stream in each direction: the bytes

@@ -3,15 +3,16 @@ connection (protocol 3), beside executions, so that a shell command costs
 a fork in the container, and a files API call not even that, instead of an
 engine exec.
 
-Two tools exist, and the host can name no other program:
+Three tools exist, and the host can name no other program:
 
 * "files", calls of the files API one after another (agentbox_fileops.py's
   serve), as the sandbox user with no capabilities: the host keeps a few
   such tools a channel and hands each call to an idle one;
 * "command", one shell command under its supervisor
   (agentbox_supervisor.py), as root like the init: the supervisor drops to
-  the sandbox user for the command itself. The host starts the next one
-  ahead, so that a command does not wait for the fork.
+  the sandbox user for the command itself;
+* "spare", the same, started ahead of its command, so that a command does
+  not wait for the fork.
 
 Each is forked from the init and never exec'd. So the files helper, once
 it has taken the sandbox user's ids, stays undumpable (it inherits the
@@ -60,12 +61,14 @@ PIPE_SIZE = 1 << 20
 MAX_STDERR = 64 << 10  # of a tool's standard error, what reaches the host
 F_SETPIPE_SZ = 1031
 PR_SET_NAME = 15
-TOOLS = ("files", "command")
+TOOLS = ("files", "command", "spare")
 # What a tool's process is called (its comm): agentbox_probes.py counts the
 # root processes named agentbox-cmd as running commands.
-# A supervisor is agentbox-spare until it has its command (the host keeps
-# one a channel, started ahead), then names itself agentbox-cmd.
-NAMES = {"files": b"agentbox-files", "command": b"agentbox-spare"}
+# "spare" is the command supervisor started ahead of its command (the host
+# keeps one a channel): agentbox-spare until it has its command, then it
+# names itself agentbox-cmd. A "command" is one from its start, so that a
+# sweep that looks while its spec is on the way counts it.
+NAMES = {"files": b"agentbox-files", "command": b"agentbox-cmd", "spare": b"agentbox-spare"}
 
 
 def grow_pipe(fd):

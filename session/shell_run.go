@@ -431,13 +431,13 @@ const spareTimeout = 30 * time.Second
 // background, unless it has one or one is being started.
 func (m *Manager) refillSpare(ctx context.Context, id string) {
 	ch, err := m.channelOf(ctx, id)
-	if err != nil || !ch.startRefill() {
+	if err != nil || !ch.client.Hello().HasTool(kernel.ToolSpare) || !ch.startRefill() {
 		return
 	}
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), spareTimeout)
 		defer cancel()
-		t, err := m.spawnTool(ctx, id, kernel.ToolCommand)
+		t, err := m.spawnTool(ctx, id, kernel.ToolSpare)
 		if err != nil {
 			ch.endRefill(nil)
 			return
