@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -401,6 +402,55 @@ func (m *Manager) watchStart(ctx context.Context, id string, abort func(why erro
 		once.Do(func() { close(watched) })
 		<-done
 	}
+}
+
+// idleWatch is watchStart for a tool kept idle while it is handed a call:
+// it keeps why it gave up.
+type idleWatch struct {
+	stop func()
+	mu   sync.Mutex
+	why  error
+}
+
+// watchIdle watches container id (watchStart), calling abort when it is
+// found frozen or gone.
+func (m *Manager) watchIdle(ctx context.Context, id string, abort func()) *idleWatch {
+	w := &idleWatch{}
+	w.stop = m.watchStart(ctx, id, func(why error) {
+		w.mu.Lock()
+		w.why = why
+		w.mu.Unlock()
+		abort()
+	})
+	return w
+}
+
+// cause is why the watch gave up (ErrPaused, ErrSessionLost), or nil.
+func (w *idleWatch) cause() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.why
+}
+
+// idleFailed says why a call handed to an idle tool failed, when the
+// watch or ctx does: nil when the tool itself is the question.
+func (m *Manager) idleFailed(ctx context.Context, id string, w *idleWatch) error {
+	if why := w.cause(); why != nil {
+		if errors.Is(why, ErrSessionLost) {
+			m.chans.drop(id)
+		}
+		return why
+	}
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	return nil
+}
+
+// endedEarly says whether err is a tool's stream that ended (the tool is
+// gone) rather than a failure of the channel.
+func endedEarly(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.ErrClosedPipe)
 }
 
 // spawnBlocked says why a tool's start in container id cannot be answered:

@@ -129,14 +129,8 @@ func (m *Manager) callKept(ctx context.Context, id string, ch *channel, kt *kept
 	h := &helperCall{s: kt.t, r: kt.r, closed: make(chan struct{}), kept: kt, ch: ch}
 	h.stop = context.AfterFunc(ctx, h.close)
 	confirm := !readOnly[op]
-	var why error
-	var whyMu sync.Mutex
-	stop := m.watchStart(ctx, id, func(err error) {
-		whyMu.Lock()
-		why = err
-		whyMu.Unlock()
-		h.close()
-	})
+	w := m.watchIdle(ctx, id, h.close)
+	stop := w.stop
 	// An idle tool runs as the sandbox user, whose code may stop it
 	// (SIGSTOP) as well as kill it: one that does not answer in
 	// keptStall, in a container that runs, is let go for a new one (the
@@ -173,20 +167,14 @@ func (m *Manager) callKept(ctx context.Context, id string, ch *channel, kt *kept
 		return h, nil
 	}
 	h.Close()
-	whyMu.Lock()
-	defer whyMu.Unlock()
+	if err := m.idleFailed(ctx, id, w); err != nil {
+		return nil, err
+	}
 	switch {
-	case why != nil:
-		if errors.Is(why, ErrSessionLost) {
-			m.chans.drop(id)
-		}
-		return nil, why
-	case ctx.Err() != nil:
-		return nil, context.Cause(ctx)
 	case stalled.Load():
 		m.log.Warn("an idle files tool did not answer: a new one takes the call", "container", shortID(id), "after", keptStall)
 		return nil, errToolGone
-	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.ErrClosedPipe):
+	case endedEarly(err):
 		return nil, errToolGone
 	}
 	return nil, fmt.Errorf("the file helper: %w", err)

@@ -376,14 +376,7 @@ func (m *Manager) sparedSupervisor(ctx context.Context, id string, sp supervisor
 		t.Close()
 		return nil, err
 	}
-	var why error
-	var whyMu sync.Mutex
-	stopWatch := m.watchStart(ctx, id, func(err error) {
-		whyMu.Lock()
-		why = err
-		whyMu.Unlock()
-		t.Close()
-	})
+	w := m.watchIdle(ctx, id, func() { t.Close() })
 	stopCtx := context.AfterFunc(ctx, func() { t.Close() })
 	var fh [5]byte
 	_, err = t.Write(frameSpec(spec))
@@ -395,30 +388,20 @@ func (m *Manager) sparedSupervisor(ctx context.Context, id string, sp supervisor
 	}
 	// The watches end before the 'g': once it is sent the command may
 	// run, and is never taken for not run.
-	stopWatch()
+	w.stop()
 	if !stopCtx() && err == nil {
 		err = context.Cause(ctx) // closed by the AfterFunc after all
 	}
-	whyMu.Lock()
-	aborted := why != nil
-	whyMu.Unlock()
-	if err == nil && !aborted {
+	if err == nil && w.cause() == nil {
 		if _, err = t.Write([]byte{'g'}); err == nil {
 			return t, nil
 		}
 	}
 	t.Close()
-	whyMu.Lock()
-	defer whyMu.Unlock()
-	switch {
-	case why != nil:
-		if errors.Is(why, ErrSessionLost) {
-			m.chans.drop(id)
-		}
-		return nil, why
-	case ctx.Err() != nil:
-		return nil, context.Cause(ctx)
-	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.ErrClosedPipe):
+	if err := m.idleFailed(ctx, id, w); err != nil {
+		return nil, err
+	}
+	if endedEarly(err) {
 		return nil, nil // gone before it took the command: a new one takes it
 	}
 	return nil, err
