@@ -80,13 +80,7 @@ func (s *Store) RecordExecution(ctx context.Context, e *Execution) error {
 		return fail(err)
 	}
 	defer tx.Rollback()
-	// Once per exec id: a result recovered by two processes, or retried
-	// after a failure that did commit, is recorded once.
-	res, err := tx.ExecContext(ctx, `INSERT INTO executions
-		(namespace, session_id, session_key, exec_id, execution_count, code, stdout, stderr, outputs, error,
-		 started, duration_ns, timed_out, interrupted, kernel_restarted, state_lost, replayed, artifacts, trace_id)
-		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
-		WHERE NOT EXISTS (SELECT 1 FROM executions WHERE namespace = ? AND session_id = ? AND exec_id = ?)`,
+	res, err := tx.StmtContext(ctx, s.hot.insertExecution).ExecContext(ctx,
 		e.Namespace, e.SessionID, e.SessionKey, e.ExecID, e.ExecutionCount,
 		capText(e.Code, s.MaxCode), capText(e.Stdout, s.MaxOutput), capText(e.Stderr, s.MaxOutput),
 		string(outputs), exc, formatTime(e.Started), int64(e.Duration),
@@ -110,9 +104,7 @@ func (s *Store) RecordExecution(ctx context.Context, e *Execution) error {
 	if err != nil {
 		return fail(err)
 	}
-	// Times are fixed-width UTC text, so max() compares them correctly.
-	if _, err := tx.ExecContext(ctx, `UPDATE sessions SET last_used = max(last_used, ?), execution_count = ?
-		WHERE namespace = ? AND id = ?`,
+	if _, err := tx.StmtContext(ctx, s.hot.touchExecution).ExecContext(ctx,
 		formatTime(e.Started.Add(e.Duration)), e.ExecutionCount, e.Namespace, e.SessionID); err != nil {
 		return fail(err)
 	}

@@ -40,14 +40,7 @@ type Intent struct {
 // started before (in this session and namespace), by any process: the
 // caller must not run it.
 func (s *Store) BeginExecution(ctx context.Context, in Intent) error {
-	// Refused once the row records the end of the container (an eviction
-	// claimed by another process's sweep, say): one statement, so that
-	// either the intent or the end comes first, never both unseen.
-	res, err := s.db.ExecContext(ctx, `INSERT INTO intents
-		(namespace, session_id, exec_id, session_key, code_sha256, code, container_id, owner, started)
-		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?
-		WHERE NOT EXISTS (SELECT 1 FROM sessions
-			WHERE namespace = ? AND id = ? AND container_id = ? AND stopped != '')`,
+	res, err := s.hot.beginExecution.ExecContext(ctx,
 		in.Namespace, in.SessionID, in.ExecID, in.SessionKey, in.CodeSHA256, capText(in.Code, s.MaxCode), in.ContainerID, in.Owner, formatTime(in.Started),
 		in.Namespace, in.SessionID, in.ContainerID)
 	var n int64

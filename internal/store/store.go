@@ -40,6 +40,7 @@ type Store struct {
 
 	db   *sql.DB
 	path string
+	hot  hotStmts
 }
 
 // Open opens the database file at path, creating it and its parent directory
@@ -62,6 +63,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
 	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	if err := s.hot.prepare(ctx, db); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
@@ -119,6 +124,7 @@ func isBusy(err error) bool {
 
 // Close closes the database. Calls after Close fail.
 func (s *Store) Close() error {
+	s.hot.close()
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("close database %s: %w", s.path, err)
 	}
