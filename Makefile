@@ -56,7 +56,11 @@ test-runsc: image
 # Runs the benchmarks behind the README's performance tables, one go test
 # command per table (go run ./internal/benchreport -list shows them), and
 # rewrites the tables in README.md. A table whose benchmarks fail or are
-# skipped is left as it was, with a warning (and a non-zero exit).
+# skipped is left as it was, with a warning (and a non-zero exit). The
+# execd table builds OpenSandbox's execd from a checkout of its
+# repository's components/execd that AGENTBOX_EXECD_SRC names (make bench
+# AGENTBOX_EXECD_SRC=/path/to/OpenSandbox/components/execd); without it
+# that table alone is skipped, with the reason, and kept as it was.
 bench: image
 	$(GO) run ./internal/benchreport
 

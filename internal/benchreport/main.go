@@ -3,7 +3,9 @@
 // its markers (<!-- bench:name --> ... <!-- /bench -->) with the figures,
 // the command, the date and the machine. A table whose benchmarks failed,
 // were skipped or did not report a figure it needs is left as it was, with
-// a warning.
+// a warning. A table that needs a runtime the engine lacks, or an
+// environment variable that is not set (Table.Needs), is skipped with the
+// reason, and left as it was.
 //
 //	go run ./internal/benchreport            # make bench: measure, rewrite README.md
 //	go run ./internal/benchreport -short     # make bench-short: every table once, smallest settings; README untouched
@@ -129,6 +131,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, test runn
 				skipped = append(skipped, fmt.Sprintf("%s (no %s)", t.Name, t.Runtime))
 				continue
 			}
+		}
+		// So does one whose benchmarks need what was not given (source
+		// that cannot be part of this repository).
+		if n := t.Needs; n.Env != "" && os.Getenv(n.Env) == "" {
+			fmt.Fprintf(stderr, "\n=== %s: skipped: %s is not set (%s); %s left as it was\n", t.Name, n.Env, n.What, *readme)
+			skipped = append(skipped, fmt.Sprintf("%s (no %s)", t.Name, n.Env))
+			continue
 		}
 		start := time.Now()
 		fmt.Fprintf(stderr, "\n=== %s: %s\n", t.Name, t.Command(*short))

@@ -18,6 +18,15 @@ type Table struct {
 	// Runtime names the OCI runtime the table compares (runsc): on an
 	// engine without it the table is skipped, with that reason.
 	Runtime string
+	// Needs is an environment variable the table's benchmarks cannot do
+	// without: unset, the table is skipped with that reason.
+	Needs Need
+}
+
+// Need is an environment variable a table needs, and what it gives.
+type Need struct {
+	Env  string // AGENTBOX_EXECD_SRC
+	What string // "a checkout of OpenSandbox's components/execd to build execd from"
 }
 
 // Row is one line of a table: its first cell, and the others computed from

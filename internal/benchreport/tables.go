@@ -135,6 +135,22 @@ func Tables() []Table {
 			},
 		},
 		{
+			Name: "execd", Packages: []string{"./server"},
+			Bench: "^BenchmarkExecdPeer$", Benchtime: "1x",
+			Needs:  Need{Env: "AGENTBOX_EXECD_SRC", What: "a checkout of OpenSandbox's components/execd to build execd from"},
+			Header: []string{"what", "agentbox serve", "OpenSandbox execd", "agentbox / execd"},
+			Rows: []Row{
+				{What: "`true` (`POST /command`, to its end event)", Cells: func(g *Get) []string {
+					c := peer("command")(g)
+					return []string{c[0], c[1], c[2] + " (a fork and exec of `true` in the container: " + med(g, "server.ExecdPeer", "forkTrue", "ms") + ")"}
+				}},
+				{What: "upload 1 KiB (`POST /files/upload`)", Cells: peer("upload1KiB")},
+				{What: "download 1 KiB (`GET /files/download`)", Cells: peer("download1KiB")},
+				{What: "upload 1 MiB", Cells: peer("upload1MiB")},
+				{What: "download 1 MiB", Cells: peer("download1MiB")},
+			},
+		},
+		{
 			Name: "artifacts", Packages: []string{"./session", "./kernel"},
 			Bench: "^Benchmark(Ingest|DatasetStage|Scan)$", Benchtime: "1x",
 			Header: []string{"what", "time", "ratio"},
@@ -244,6 +260,15 @@ func dur(unit string, v float64) string {
 		return Us(v)
 	}
 	return Ms(v)
+}
+
+// peer is an execd row: serve's median, execd's, and their ratio
+// (BenchmarkExecdPeer reports execd as the floor).
+func peer(op string) func(*Get) []string {
+	return func(g *Get) []string {
+		const b = "server.ExecdPeer"
+		return []string{Ms(g.V(b, op+"Agentbox-med-ms")), Ms(g.V(b, op+"Execd-med-ms")), Ratio(g.V(b, op+"Agentbox/floor"))}
+	}
 }
 
 // throughput is a files row with the rate after the median.
