@@ -42,14 +42,15 @@ type entry struct {
 	client      *kernel.Client
 	created     time.Time
 	execCount   int
-	files       map[string]stamp   // /session/artifacts after the last execution
-	recovered   bool               // the executions a dead manager left are finished
-	notice      string             // said in the next result: why the state from before is gone
-	unrecorded  []*store.Execution // results the history failed to record, retried on the next call
-	ingested    int64              // artifact bytes of the session so far
-	hostRoot    string             // /proc/<pid>/root of the container, when readable here
-	cr          *creation          // what a new container is made with (per-session options); nil: the defaults
-	live        *store.Liveness    // the database's pause and expiry of it, as of liveEpoch (see liveness)
+	files       map[string]stamp // /session/artifacts after the last execution
+	recovered   bool             // the executions a dead manager left are finished
+	notice      string           // said in the next result: why the state from before is gone
+	unrecorded  []unrecorded     // results the history failed to record, retried on the next call
+	lastExec    lastExec         // guarded by Manager.mu
+	ingested    int64            // artifact bytes of the session so far
+	hostRoot    string           // /proc/<pid>/root of the container, when readable here
+	cr          *creation        // what a new container is made with (per-session options); nil: the defaults
+	live        *store.Liveness  // the database's pause and expiry of it, as of liveEpoch (see liveness)
 	liveEpoch   string
 
 	// Guarded by Manager.mu.
@@ -539,6 +540,48 @@ func (m *Manager) touch(e *entry, t time.Time) {
 	m.mu.Lock()
 	e.lastUsed = t
 	m.mu.Unlock()
+}
+
+// used is touch for an execution that ended at t, count its execution
+// count: it is what Info and List say of the session until the row written
+// after the caller has the result says it (see Exec).
+func (m *Manager) used(e *entry, t time.Time, count int) {
+	m.mu.Lock()
+	e.lastUsed = t
+	e.execCount = count
+	e.lastExec = lastExec{container: e.containerID, at: t, count: count}
+	m.mu.Unlock()
+}
+
+// fresher is freshUse applied to lastUsed and count, as read from the
+// row of session id's container containerID.
+func (m *Manager) fresher(id, containerID string, lastUsed *time.Time, count *int) {
+	if u, ok := m.freshUse(id, containerID); ok {
+		if u.at.After(*lastUsed) {
+			*lastUsed = u.at
+		}
+		*count = max(*count, u.count)
+	}
+}
+
+// lastExec is the last execution an entry ran: in which container, when it
+// ended and its execution count. Guarded by the Manager's mu.
+type lastExec struct {
+	container string
+	at        time.Time
+	count     int
+}
+
+// freshUse returns what this process knows of the use of session id's
+// container that its row may not say yet: the last execution it ran there.
+func (m *Manager) freshUse(id, containerID string) (lastExec, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.sessions[id]
+	if e == nil || e.lastExec.container == "" || e.lastExec.container != containerID {
+		return lastExec{}, false
+	}
+	return e.lastExec, true
 }
 
 // markStopped records that session id's container containerID ended, and

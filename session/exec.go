@@ -151,24 +151,52 @@ func (m *Manager) Exec(ctx context.Context, key, code string, opts ...ExecOption
 			}
 			return nil, &Error{Op: "exec", Key: key, ContainerID: e.containerID, Err: fmt.Errorf("record that execution %s starts (it did not run): %w", o.id, m.storageTrouble(err, "the server's database"))}
 		}
-		res, err := m.execute(ctx, e, code, o)
-		release()
-		return res, err
+		res, record, err := m.execute(ctx, e, code, o)
+		if record == nil {
+			release()
+			return res, err
+		}
+		// The caller has its result now; the history row is written
+		// after, with the session's turn still held, so that the
+		// session's next call, a replay of the id or Close come after
+		// it. The intent covers a crash meanwhile.
+		m.calls.Add(1)
+		go func() {
+			defer m.calls.Done()
+			defer release()
+			record(context.WithoutCancel(ctx))
+		}()
+		return res, nil
 	}
 }
 
+// unrecorded is a history row that failed to be written after its result
+// returned, and why.
+type unrecorded struct {
+	rec *store.Execution
+	why string
+}
+
 // recordPending records the executions of e whose record failed before
-// (e's turn is held); what still fails waits for the next call.
-func (m *Manager) recordPending(ctx context.Context, e *entry) {
+// (e's turn is held); what still fails waits for the next call. It returns
+// what the caller's result says of them: their results had returned
+// already, so this is the first call that can tell.
+func (m *Manager) recordPending(ctx context.Context, e *entry) (warnings []string) {
 	for len(e.unrecorded) > 0 {
-		if err := m.store.RecordExecution(context.WithoutCancel(ctx), e.unrecorded[0]); err != nil {
+		u := e.unrecorded[0]
+		if err := m.store.RecordExecution(context.WithoutCancel(ctx), u.rec); err != nil {
 			m.metrics.dbFailed("record_execution")
-			m.log.WarnContext(ctx, "record execution", "session_key", e.key, "session_id", e.id, "exec_id", e.unrecorded[0].ExecID, "err", err)
-			return
+			m.log.WarnContext(ctx, "record execution", "session_key", e.key, "session_id", e.id, "exec_id", u.rec.ExecID, "err", err)
+			for _, u := range e.unrecorded {
+				warnings = append(warnings, fmt.Sprintf("the history did not record execution %s yet (%s); it is retried on the next call", u.rec.ExecID, m.storageTrouble(err, "the server's database")))
+			}
+			return warnings
 		}
 		m.metrics.dbRetried()
+		warnings = append(warnings, fmt.Sprintf("the history recorded execution %s only now: when it ended, %s", u.rec.ExecID, u.why))
 		e.unrecorded = e.unrecorded[1:]
 	}
+	return warnings
 }
 
 // diskFull reports whether err is a full disk: ENOSPC, or SQLite's
@@ -184,10 +212,11 @@ func codeSum(code string) string {
 	return hex.EncodeToString(h[:])
 }
 
-// execute runs code in e (its turn held) and records the result.
-func (m *Manager) execute(ctx context.Context, e *entry, code string, o execOptions) (*Result, error) {
+// execute runs code in e (its turn held) and returns its result and what
+// records it in the history, which the caller runs, e's turn still held.
+func (m *Manager) execute(ctx context.Context, e *entry, code string, o execOptions) (*Result, func(context.Context), error) {
 	key := e.key
-	m.recordPending(ctx, e)
+	late := m.recordPending(ctx, e)
 	started := time.Now()
 	req := kernel.ExecRequest{ID: o.id, Code: code, Timeout: o.timeout, ScanDir: ArtifactsDir, ScanMax: maxScan}
 	kr, err := m.run(ctx, e, func(c *kernel.Client) (*kernel.Result, error) {
@@ -205,9 +234,10 @@ func (m *Manager) execute(ctx context.Context, e *entry, code string, o execOpti
 		return kr, err
 	})
 	if err != nil {
-		return nil, &Error{Op: "exec", Key: key, ContainerID: e.containerID, Err: err}
+		return nil, nil, &Error{Op: "exec", Key: key, ContainerID: e.containerID, Err: err}
 	}
 	res := fromKernel(key, kr)
+	res.Warnings = append(res.Warnings, late...)
 	if e.notice != "" {
 		res.StateLost = true
 		if res.RestartReason == "" {
@@ -221,8 +251,7 @@ func (m *Manager) execute(ctx context.Context, e *entry, code string, o execOpti
 	m.ingest(ictx, e, res, kr.Files, kr.More)
 	m.endIngest(ispan, res)
 	m.artifactsStored(key, res.Artifacts)
-	m.finish(ctx, e, code, started, res, traceIDOf(ctx))
-	return res, nil
+	return res, m.recorder(ctx, e, code, started, res, traceIDOf(ctx)), nil
 }
 
 // run calls do on the session's kernel. If the connection breaks, it tells a
@@ -391,12 +420,18 @@ func (m *Manager) fromHistory(key string, rec store.Execution) *Result {
 // finish records a finished execution: the history row (with traceID, the
 // trace it ran in, "" for none), the session's last use and, in BIND mode,
 // the debugging files. A failure here loses no result, so it is logged, not
-// returned.
+// returned: the row is kept and written on the session's next call, whose
+// result says so (see recordPending).
 func (m *Manager) finish(ctx context.Context, e *entry, code string, started time.Time, res *Result, traceID string) {
-	ctx = context.WithoutCancel(ctx)
+	m.recorder(ctx, e, code, started, res, traceID)(context.WithoutCancel(ctx))
+}
+
+// recorder is finish in two steps: what is recorded is taken from res now
+// (the caller may change res once it has it), and written when the
+// returned function runs, e's turn held.
+func (m *Manager) recorder(ctx context.Context, e *entry, code string, started time.Time, res *Result, traceID string) func(context.Context) {
 	now := time.Now()
-	m.touch(e, now)
-	e.execCount = res.ExecutionCount
+	m.used(e, now, res.ExecutionCount)
 	// The history keeps no URLs: they expire long before the record, and
 	// a replay signs fresh ones.
 	recorded := slices.Clone(res.Artifacts)
@@ -413,7 +448,7 @@ func (m *Manager) finish(ctx context.Context, e *entry, code string, started tim
 		Code:            code,
 		Stdout:          res.Stdout,
 		Stderr:          res.Stderr,
-		Outputs:         res.Outputs,
+		Outputs:         slices.Clone(res.Outputs),
 		Error:           res.Error,
 		Started:         started,
 		Duration:        res.Duration,
@@ -424,17 +459,20 @@ func (m *Manager) finish(ctx context.Context, e *entry, code string, started tim
 		Artifacts:       arts,
 		TraceID:         traceID,
 	}
-	// Also records the session's last use and execution count.
-	if err := m.store.RecordExecution(ctx, rec); err != nil {
-		// Kept, and recorded on the session's next call; the intent
-		// covers a crash meanwhile.
-		e.unrecorded = append(e.unrecorded, rec)
-		res.Warnings = append(res.Warnings, "the history did not record this execution yet ("+m.storageTrouble(err, "the server's database").Error()+"); it is retried on the next call")
-		m.metrics.dbFailed("record_execution")
-		m.log.WarnContext(ctx, "record execution", "session_key", e.key, "session_id", e.id, "exec_id", res.ID, "err", err)
-	}
 	if m.cfg.SessionStorage == config.StorageBind {
+		// Before the caller has res: the files are read as the
+		// session's state (its metadata has the execution count).
 		m.writeFiles(ctx, e, code, started, res, traceID)
+	}
+	return func(ctx context.Context) {
+		// Also records the session's last use and execution count.
+		if err := m.store.RecordExecution(ctx, rec); err != nil {
+			// Kept, and recorded on the session's next call; the
+			// intent covers a crash meanwhile.
+			e.unrecorded = append(e.unrecorded, unrecorded{rec, "its row could not be written (" + m.storageTrouble(err, "the server's database").Error() + ")"})
+			m.metrics.dbFailed("record_execution")
+			m.log.WarnContext(ctx, "record execution", "session_key", e.key, "session_id", e.id, "exec_id", rec.ExecID, "err", err)
+		}
 	}
 }
 

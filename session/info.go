@@ -80,6 +80,7 @@ func (m *Manager) info(ctx context.Context, key string, o infoOptions) (Info, er
 	}
 	if haveR && (!haveC || row.ContainerID == c.ID) {
 		in.Created, in.LastUsed, in.ExecutionCount = row.Created, row.LastUsed, row.ExecutionCount
+		m.fresher(id, row.ContainerID, &in.LastUsed, &in.ExecutionCount)
 		in.Expires, in.Paused = row.Expires, row.Paused
 		if in.State == StatePaused {
 			in.PausedBy = pausedBy(row.PauseReason)

@@ -195,6 +195,7 @@ func (m *Manager) List(ctx context.Context, opts ...ListOption) ([]Info, error) 
 		}
 		if r, ok := byID[id]; ok && r.ContainerID == c.ID {
 			in.Key, in.Created, in.LastUsed, in.ExecutionCount = r.Key, r.Created, r.LastUsed, r.ExecutionCount
+			m.fresher(id, c.ID, &in.LastUsed, &in.ExecutionCount)
 			exp = r.Expires // renewals live here
 			if c.Paused {
 				in.PausedBy = pausedBy(r.PauseReason)

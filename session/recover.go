@@ -21,19 +21,8 @@ import (
 // when it never was. sum is the code's codeSum for a retry, whose code must
 // be the same; "" for a fetch, which takes any.
 func (m *Manager) known(ctx context.Context, op, key, id, code, sum string) (*Result, error) {
-	if sum != "" {
-		res, err := m.replay(ctx, key, id, code)
-		if res != nil || err != nil {
-			return res, err
-		}
-	} else {
-		rec, err := m.store.Execution(ctx, m.ns, ID(key), id)
-		if err == nil {
-			return m.fromHistory(key, rec), nil
-		}
-		if !errors.Is(err, store.ErrNotFound) {
-			return nil, &Error{Op: op, Key: key, Err: err}
-		}
+	if res, err := m.recorded(ctx, op, key, id, code, sum); res != nil || err != nil {
+		return res, err
 	}
 	in, err := m.store.Intent(ctx, m.ns, ID(key), id)
 	if errors.Is(err, store.ErrNotFound) {
@@ -64,7 +53,29 @@ func (m *Manager) known(ctx context.Context, op, key, id, code, sum string) (*Re
 		return nil, err
 	}
 	defer release()
+	// This process returns a result before its row is written, which it
+	// does with the session's turn held: now that the turn is ours, the
+	// row of a result that returned is there.
+	if res, err := m.recorded(ctx, op, key, id, code, sum); res != nil || err != nil {
+		return res, err
+	}
 	return m.recoverOne(ctx, e, in, !m.owner.otherAlive(in.Owner))
+}
+
+// recorded is the result of id from the history, or nil, nil when the
+// history has none; see known for sum.
+func (m *Manager) recorded(ctx context.Context, op, key, id, code, sum string) (*Result, error) {
+	if sum != "" {
+		return m.replay(ctx, key, id, code)
+	}
+	rec, err := m.store.Execution(ctx, m.ns, ID(key), id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, &Error{Op: op, Key: key, Err: err}
+	}
+	return m.fromHistory(key, rec), nil
 }
 
 func outcomeUnknown(in store.Intent) error {
