@@ -82,6 +82,7 @@ func (m *Manager) create(ctx context.Context, e *entry) (err error) {
 	}
 	m.metrics.coldStarted("session", time.Since(t0))
 	e.containerID, e.client = id, client
+	m.streamUp(e)
 	m.baseline(ctx, e, dir != "")
 	e.created = time.Now()
 	m.touch(e, e.created)
@@ -136,6 +137,7 @@ func (m *Manager) adopt(ctx context.Context, e *entry, p *pooled) error {
 		}
 	}
 	e.containerID, e.client = p.id, p.client
+	m.streamUp(e)
 	m.baseline(ctx, e, m.cfg.SessionStorage == config.StorageBind)
 	e.created = time.Now()
 	m.touch(e, e.created)

@@ -47,6 +47,7 @@ type entry struct {
 	notice      string           // said in the next result: why the state from before is gone
 	unrecorded  []unrecorded     // results the history failed to record, retried on the next call
 	lastExec    lastExec         // guarded by Manager.mu
+	up          upStream         // guarded by Manager.mu: the stream Status trusts
 	ingested    int64            // artifact bytes of the session so far
 	hostRoot    string           // /proc/<pid>/root of the container, when readable here
 	cr          *creation        // what a new container is made with (per-session options); nil: the defaults
@@ -436,6 +437,7 @@ func (m *Manager) attach(ctx context.Context, e *entry, c Container) (err error)
 		return err
 	}
 	e.containerID, e.client = c.ID, client
+	m.streamUp(e)
 	e.execCount = client.Hello().ExecutionCount
 	m.baseline(ctx, e, true)
 	now := time.Now()

@@ -313,6 +313,7 @@ func (m *Manager) reconnect(ctx context.Context, e *entry) error {
 		return err
 	}
 	e.client = client
+	m.streamUp(e)
 	return nil
 }
 

@@ -57,6 +57,11 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
+	// database/sql keeps 2 idle connections by default: with more calls
+	// at once than that, each further one opened and closed a connection
+	// per statement (its pragmas run, the prepared statements parsed
+	// again), which under 10 busy sessions cost more than the statements.
+	db.SetMaxIdleConns(maxIdleConns)
 	s := &Store{MaxOutput: DefaultMaxOutput, MaxCode: DefaultMaxCode, db: db, path: path}
 	if err := s.setWAL(ctx); err != nil {
 		db.Close()
@@ -72,6 +77,9 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	return s, nil
 }
+
+// maxIdleConns is how many connections the pool keeps open between calls.
+const maxIdleConns = 16
 
 // dsn is the modernc data source name for path. The path is a "file:" URI
 // with the characters URIs give a meaning escaped. The _pragma parameters run

@@ -117,7 +117,7 @@ type call struct {
 	id    string // the sandbox id
 	key   string // its session key
 	route string // the execd route, from "/"
-	info  session.Info
+	state session.Status
 }
 
 // route is one execd route's handler.
@@ -209,19 +209,19 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Info neither creates nor resumes a session: every route below may
 	// call what would create one, so an unknown or stopped sandbox stops
 	// here.
-	// Without the memory reading, which costs the engine a second: /metrics
-	// asks for it again.
+	// Status, not Info: an open session answers without the engine,
+	// whose inspection cost more than a call (/metrics asks Info).
 	var err error
-	c.info, err = h.m.Info(r.Context(), c.key, session.WithoutMemoryUse())
-	if err == nil && (c.info.State == session.StateStopped || c.info.State == session.StateLost) {
-		err = errorf(http.StatusNotFound, codeSandboxNotFound, "sandbox %s is %s", id, c.info.State)
+	c.state, err = h.m.Status(r.Context(), c.key)
+	if err == nil && (c.state.State == session.StateStopped || c.state.State == session.StateLost) {
+		err = errorf(http.StatusNotFound, codeSandboxNotFound, "sandbox %s is %s", id, c.state.State)
 	}
 	if errors.Is(err, session.ErrNotFound) {
 		err = errorf(http.StatusNotFound, codeSandboxNotFound, "sandbox %s not found", id)
 	}
 	// The container id names this incarnation of the sandbox: one deleted
 	// and created again under the same name has another.
-	if err == nil && !claims.Opens(c.info.ContainerID) {
+	if err == nil && !claims.Opens(c.state.ContainerID) {
 		refuse(w, errorf(http.StatusUnauthorized, codeSandboxRecreated,
 			"sandbox %s was deleted and created again since this access token was issued: ask for its endpoint again (GET /v1/sandboxes/%s/endpoints/{port}) for a token of the new one", id, id))
 		return
@@ -233,7 +233,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// engine reads it, the frozen sandbox does nothing for it.
 	// A sandbox paused by its idle timeout (IDLE_ACTION=pause) is not: its
 	// next call resumes it.
-	if err == nil && c.info.State == session.StatePaused && c.info.PausedBy != session.PausedByIdle && pat != "/metrics" {
+	if err == nil && c.state.State == session.StatePaused && c.state.PausedBy != session.PausedByIdle && pat != "/metrics" {
 		err = pausedErr(id)
 	}
 	if err == nil {
@@ -311,7 +311,6 @@ func (h *Handler) metrics(c *call) error {
 	if err != nil {
 		return err
 	}
-	c.info = info
 	out := struct {
 		CPUCount    float64 `json:"cpu_count"`
 		CPUUsedPct  float64 `json:"cpu_used_pct"`
@@ -319,10 +318,10 @@ func (h *Handler) metrics(c *call) error {
 		MemUsedMiB  float64 `json:"mem_used_mib"`
 		Timestamp   int64   `json:"timestamp"`
 	}{
-		MemUsedMiB: float64(c.info.MemoryBytes) / (1 << 20),
+		MemUsedMiB: float64(info.MemoryBytes) / (1 << 20),
 		Timestamp:  h.opts.Now().UnixMilli(),
 	}
-	if l := c.info.Limits; l != nil {
+	if l := info.Limits; l != nil {
 		out.CPUCount = l.CPUs
 		out.MemTotalMiB = float64(l.MemoryMB)
 	}
