@@ -75,7 +75,7 @@ func BenchmarkExecdPeer(b *testing.B) {
 	peers := [2]peer{ours, execd}
 	samples := make([][2]dockertest.Samples, len(ops))
 	var floor dockertest.Samples
-	ours.stream(b, client, "/code", `{"code": `+strconv.Quote(forkTrueCode)+`, "context": {"language": "python"}}`)
+	ours.stream(b, client, "/code", `{"code": `+strconv.Quote(dockertest.ForkTrue)+`, "context": {"language": "python"}}`)
 	warm := dockertest.Rounds(5, 1) // dropped: the kernel, the files tool, the connections
 	for i := 0; i < warm+dockertest.Rounds(100, 3); i++ {
 		for j, op := range ops {
@@ -103,22 +103,6 @@ func BenchmarkExecdPeer(b *testing.B) {
 		dockertest.Report(b, op.name+"Agentbox", "ms", samples[j][0], samples[j][1])
 	}
 }
-
-// forkTrueCode defines _fork_true() in the kernel: the seconds a fork and
-// exec of /bin/true take there, to its exit.
-const forkTrueCode = `
-import os as _os, time as _time
-def _fork_true():
-    t = _time.perf_counter()
-    pid = _os.fork()
-    if pid == 0:
-        try:
-            _os.execv("/bin/true", ["true"])
-        finally:
-            _os._exit(127)
-    _os.waitpid(pid, 0)
-    return _time.perf_counter() - t
-`
 
 // buildExecd builds execd from src into a folder of its own, which it
 // returns: a static binary, since it runs in our image.

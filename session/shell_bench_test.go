@@ -27,7 +27,7 @@ func BenchmarkShellRoundTrip(b *testing.B) {
 		b.Fatal(err)
 	}
 	cli := dockertest.Engine(b)
-	mustExec(b, m, "rt", forkTrue)
+	mustExec(b, m, "rt", dockertest.ForkTrue)
 	var api, cliFloor, run, inside samples
 	warm := dockertest.Rounds(10, 1) // warm-up rounds, dropped
 	for i := 0; i < warm+dockertest.Rounds(50, 2); i++ {
@@ -71,19 +71,3 @@ func BenchmarkShellRoundTrip(b *testing.B) {
 	b.ReportMetric(float64(run.Pct(0.5))/float64(api.Pct(0.5)), "run/engine-exec")
 	b.ReportMetric(float64(run.Pct(0.5))/float64(cliFloor.Pct(0.5)), "run/docker-exec-cli")
 }
-
-// forkTrue defines _fork_true() in the kernel: the seconds a fork and exec
-// of /bin/true take there, to its exit.
-const forkTrue = `
-import os as _os, time as _time
-def _fork_true():
-    t = _time.perf_counter()
-    pid = _os.fork()
-    if pid == 0:
-        try:
-            _os.execv("/bin/true", ["true"])
-        finally:
-            _os._exit(127)
-    _os.waitpid(pid, 0)
-    return _time.perf_counter() - t
-`

@@ -296,3 +296,20 @@ func Sweep(ctx context.Context, cli *docker.Client, labels ...string) error {
 	}
 	return errors.Join(errs...)
 }
+
+// ForkTrue is Python that defines _fork_true() in a kernel: the seconds a
+// fork and exec of /bin/true take there, to its exit (the in-container
+// floor benchmarks compare a command with).
+const ForkTrue = `
+import os as _os, time as _time
+def _fork_true():
+    t = _time.perf_counter()
+    pid = _os.fork()
+    if pid == 0:
+        try:
+            _os.execv("/bin/true", ["true"])
+        finally:
+            _os._exit(127)
+    _os.waitpid(pid, 0)
+    return _time.perf_counter() - t
+`
