@@ -264,6 +264,22 @@ func (m *Manager) open(ctx context.Context, e *entry, create bool) error {
 				return err
 			}
 			continue
+		case err == nil && (c.Status == "dead" || !m.servedBy(ctx, e.id, c.ID)) && !c.Running:
+			// Being removed ("dead" is how Docker's inspect shows a
+			// removal under way, never "removing"), or never recorded
+			// as this key's container: its start failed, or its init
+			// died before its creator recorded it. Either way no call
+			// ever ran in it, so nothing is lost: once it is gone, the
+			// key starts afresh (CI saw seven racers fail on a
+			// container whose start failed, being removed by its
+			// creator, which then started another).
+			if attempt >= maxNameRaces {
+				return fmt.Errorf("container %s %s, and still shown after %d removals", shortID(c.ID), deathReason(c, m.image.ID), attempt)
+			}
+			if rmErr := m.drv.Remove(ctx, c.ID); rmErr != nil {
+				return fmt.Errorf("container %s %s: remove it: %w", shortID(c.ID), deathReason(c, m.image.ID), rmErr)
+			}
+			continue
 		case err == nil:
 			// Stopped, killed, or from an image this program cannot use:
 			// its state is gone either way.
@@ -327,6 +343,17 @@ func (m *Manager) open(ctx context.Context, e *entry, create bool) error {
 		}
 		return err
 	}
+}
+
+// servedBy reports whether session id's row names container containerID,
+// so that calls may have run in it. A row the store cannot read counts as
+// naming it: a loss is never hidden for a database that did not answer.
+func (m *Manager) servedBy(ctx context.Context, id, containerID string) bool {
+	row, err := m.store.Session(ctx, m.ns, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return false
+	}
+	return err != nil || row.ContainerID == containerID
 }
 
 // recordedEnd returns the stop reason session id's row records for
