@@ -105,10 +105,8 @@ func TestMemoryLimitCountsFilesApart(t *testing.T) {
 }
 
 // TestOOMScoreAdjRefusedByTheEngine: an engine that cannot lower the init's
-// oom_score_adj fails to start the container; the Manager tries once more
-// as asked (a start may fail for a moment: TestStartFailureIsNotARefusal),
-// then starts it without, and asks no more for the rest of its life (two
-// refused attempts in all).
+// oom_score_adj fails to start the container; the Manager starts it without,
+// and asks no more for the rest of its life (one refused attempt in all).
 func TestOOMScoreAdjRefusedByTheEngine(t *testing.T) {
 	d := &specDriver{Driver: sessiontest.NewDriver(), refuseOOMAdj: true}
 	m := startManager(t, d.Driver, testConfig(t, nil), session.WithDriver(d))
@@ -118,8 +116,8 @@ func TestOOMScoreAdjRefusedByTheEngine(t *testing.T) {
 	for _, s := range d.created() {
 		adj = append(adj, s.OomScoreAdj)
 	}
-	if !slices.Equal(adj, []int{-1000, -1000, 0, 0}) {
-		t.Fatalf("oom_score_adj asked of the engine, in order: %v, want [-1000 -1000 0 0]", adj)
+	if !slices.Equal(adj, []int{-1000, 0, 0}) {
+		t.Fatalf("oom_score_adj asked of the engine, in order: %v, want [-1000 0 0]", adj)
 	}
 }
 
@@ -130,12 +128,7 @@ func TestOOMScoreAdjRefusedByTheEngine(t *testing.T) {
 // refusal (TestRacingProcessesShareOneSession failed so on this engine).
 func TestOOMScoreAdjFallbackMeetsAnotherProcess(t *testing.T) {
 	d := &specDriver{Driver: sessiontest.NewDriver(), refuseOOMAdj: true}
-	made := false
 	d.onRefuse = func(spec session.Spec) {
-		if made { // at the second refusal, the name is the other process's
-			return
-		}
-		made = true
 		spec.OomScoreAdj = 0
 		if _, err := d.Driver.Create(context.Background(), spec); err != nil {
 			t.Errorf("the other process's create: %v", err)

@@ -40,8 +40,8 @@ func (d *startFailDriver) created() []int {
 // TestStartFailureIsNotARefusal: a container whose start fails once is
 // started again as asked, its init at oom_score_adj -1000. Before, one
 // failed start made every sandbox of the Manager start without it, taken
-// for an engine that cannot grant it (an engine that refuses it every time:
-// TestOOMScoreAdjRefusedByTheEngine).
+// for an engine that cannot grant it. An engine that refuses it every time
+// still gets sandboxes, without it.
 func TestStartFailureIsNotARefusal(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -49,6 +49,7 @@ func TestStartFailureIsNotARefusal(t *testing.T) {
 		want []int // oom_score_adj of each Create, for two keys
 	}{
 		{"once", func(n int, _ session.Spec) bool { return n == 0 }, []int{-1000, -1000, -1000}},
+		{"refused", func(_ int, s session.Spec) bool { return s.OomScoreAdj < 0 }, []int{-1000, -1000, 0, 0}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := &startFailDriver{Driver: sessiontest.NewDriver(), fail: tc.fail}
