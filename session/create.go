@@ -241,40 +241,27 @@ func (m *Manager) retire(id string) {
 	}
 }
 
-// createContainer creates and starts a container from spec. A start can
-// fail for a moment (CI saw one under load, on an engine that grants every
-// option): one more try with the same spec tells that from a refusal. The
-// init asks for oom_score_adj -1000, which an engine without
-// CAP_SYS_RESOURCE (rootless, or itself in a container) cannot grant: the
-// runtime fails to start the container at all (ErrContainerStart), twice.
-// Then, if a container without it starts, containers are made without it
-// for the Manager's lifetime, with a warning: the kernel worker raises its
-// own score to 1000 all the same, so the OOM killer takes it and what it
-// runs before the init, unless code lowers its own score back to the
-// init's.
+// createContainer creates and starts a container from spec. The init asks
+// for oom_score_adj -1000, which an engine without CAP_SYS_RESOURCE (rootless,
+// or itself in a container) cannot grant: the runtime fails to start the
+// container at all (ErrContainerStart). Then, if a container without it
+// starts, containers are made without it for the Manager's lifetime, with a
+// warning: the kernel worker raises its own score
+// to 1000 all the same, so the OOM killer takes it and what it runs before
+// the init, unless code lowers its own score back to the init's.
 func (m *Manager) createContainer(ctx context.Context, spec Spec) (string, error) {
 	if m.oomAdjRefused.Load() {
 		spec.OomScoreAdj = 0
 	}
 	id, err := m.drv.Create(ctx, spec)
-	if err == nil || ctx.Err() != nil || !errors.Is(err, ErrContainerStart) {
+	if err == nil || spec.OomScoreAdj >= 0 || ctx.Err() != nil || !errors.Is(err, ErrContainerStart) {
 		return id, err
 	}
+	spec.OomScoreAdj = 0
 	id, err2 := m.drv.Create(ctx, spec)
-	switch {
-	case err2 == nil:
-		m.log.Warn("a sandbox container failed to start, and started at the second try", "container", spec.Name, "err", err)
-		return id, nil
-	case errors.Is(err2, ErrNameInUse):
+	if errors.Is(err2, ErrNameInUse) {
 		// Another process made this name meanwhile (the failed first
 		// container was removed): the caller waits for that one.
-		return "", err2
-	case spec.OomScoreAdj >= 0 || ctx.Err() != nil || !errors.Is(err2, ErrContainerStart):
-		return "", err
-	}
-	spec.OomScoreAdj = 0
-	id, err2 = m.drv.Create(ctx, spec)
-	if errors.Is(err2, ErrNameInUse) {
 		return "", err2
 	}
 	if err2 != nil {
