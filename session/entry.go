@@ -270,9 +270,10 @@ func (m *Manager) open(ctx context.Context, e *entry, create bool) error {
 			// as this key's container: its start failed, or its init
 			// died before its creator recorded it. Either way no call
 			// ever ran in it, so nothing is lost: once it is gone, the
-			// key starts afresh (CI saw seven racers fail on a
-			// container whose start failed, being removed by its
-			// creator, which then started another).
+			// key starts afresh. CI saw seven racers fail so: on an
+			// engine that refuses the init's oom_score_adj -1000, each
+			// new Manager's first start fails (exit code 128) and its
+			// creator removes it before starting one without.
 			if attempt >= maxNameRaces {
 				return fmt.Errorf("container %s %s, and still shown after %d removals", shortID(c.ID), deathReason(c, m.image.ID), attempt)
 			}

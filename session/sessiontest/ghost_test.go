@@ -56,9 +56,11 @@ func (g *ghostDriver) Remove(ctx context.Context, id string) error {
 // TestContainerNeverServedIsNoLoss: a stopped container under a new key's
 // name that no session recorded is no session lost: no call ever ran in it.
 // The key starts afresh, without an error and without a notice. CI's
-// TestRacingEightProcessesShareOneSession failed so: seven racers saw the
-// winner's container, whose start had failed, "dead, exit code 128" while
-// the winner removed it, and each reported the session lost.
+// TestRacingEightProcessesShareOneSession failed so on an engine that
+// refuses oom_score_adj -1000 (this VM's): each racer's new Manager fails
+// its first start; seven racers saw the winner's failed container "dead,
+// exit code 128" while the winner removed it to start one without, and
+// each reported the session lost.
 func TestContainerNeverServedIsNoLoss(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
