@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/internal/store"
 	sandboximage "github.com/agentbox/agentbox/sandbox-image"
 )
 
@@ -250,6 +251,7 @@ func (m *Manager) retire(id string) {
 // to 1000 all the same, so the OOM killer takes it and what it runs before
 // the init, unless code lowers its own score back to the init's.
 func (m *Manager) createContainer(ctx context.Context, spec Spec) (string, error) {
+	m.oomAdjRead.Do(func() { m.readOOMAdjFact(ctx) })
 	if m.oomAdjRefused.Load() {
 		spec.OomScoreAdj = 0
 	}
@@ -269,8 +271,37 @@ func (m *Manager) createContainer(ctx context.Context, spec Spec) (string, error
 	}
 	if !m.oomAdjRefused.Swap(true) {
 		m.log.Warn("the engine cannot give the init oom_score_adj -1000; sandboxes start without it (the kernel worker's 1000 still makes it the OOM killer's choice)", "err", err)
+		if err := m.store.SetFact(context.WithoutCancel(ctx), factOOMAdjRefused, "refused", time.Now()); err != nil {
+			m.log.Warn("record that the engine refuses oom_score_adj -1000", "err", err)
+		}
 	}
 	return id, nil
+}
+
+// factOOMAdjRefused is the engine fact of an engine that refused the
+// init's oom_score_adj -1000; oomAdjFactFresh how long a Manager takes it
+// as known without asking the engine again. So only the first Manager of
+// a day pays a failed start (half a second on a VM), not every agentbox
+// command and server start; an engine given the right meanwhile gets
+// -1000 again within a day.
+const (
+	factOOMAdjRefused = "oom_score_adj_refused"
+	oomAdjFactFresh   = 24 * time.Hour
+)
+
+// readOOMAdjFact takes a recent refusal another Manager recorded.
+func (m *Manager) readOOMAdjFact(ctx context.Context) {
+	_, at, err := m.store.Fact(ctx, factOOMAdjRefused)
+	if err != nil {
+		if !errors.Is(err, store.ErrNotFound) {
+			m.log.Warn("read whether the engine refuses oom_score_adj -1000; asking it", "err", err)
+		}
+		return
+	}
+	if age := time.Since(at); age >= 0 && age < oomAdjFactFresh {
+		m.oomAdjRefused.Store(true)
+		m.log.Warn("the engine cannot give the init oom_score_adj -1000 (a Manager found so at " + at.UTC().Format(time.RFC3339) + "); sandboxes start without it (the kernel worker's 1000 still makes it the OOM killer's choice)")
+	}
 }
 
 // numericUser parses "uid" or "uid:gid".

@@ -91,8 +91,10 @@ type Manager struct {
 	// run; nothing else may.
 	noIntents bool
 	// oomAdjRefused is set once the engine refused the init's negative
-	// oom_score_adj (see createContainer).
+	// oom_score_adj, or another Manager recorded that it does (see
+	// createContainer); oomAdjRead reads that record once.
 	oomAdjRefused atomic.Bool
+	oomAdjRead    sync.Once
 
 	// Telemetry (trace.go, metrics.go).
 	tp           trace.TracerProvider // nil: the global one at call time

@@ -7,8 +7,10 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/internal/store"
 	"github.com/agentbox/agentbox/session"
 	"github.com/agentbox/agentbox/session/sessiontest"
 )
@@ -107,17 +109,49 @@ func TestMemoryLimitCountsFilesApart(t *testing.T) {
 // TestOOMScoreAdjRefusedByTheEngine: an engine that cannot lower the init's
 // oom_score_adj fails to start the container; the Manager starts it without,
 // and asks no more for the rest of its life (one refused attempt in all).
+// It records the refusal, so a later Manager on the same database asks
+// none for a day (each new Manager paid a failed start, half a second on a
+// VM whose engine refuses it: every agentbox command, every test), and asks
+// again after that.
 func TestOOMScoreAdjRefusedByTheEngine(t *testing.T) {
+	cfg := testConfig(t, nil)
+	adjs := func(d *specDriver) []int {
+		var adj []int
+		for _, s := range d.created() {
+			adj = append(adj, s.OomScoreAdj)
+		}
+		return adj
+	}
 	d := &specDriver{Driver: sessiontest.NewDriver(), refuseOOMAdj: true}
-	m := startManager(t, d.Driver, testConfig(t, nil), session.WithDriver(d))
+	m := startManager(t, d.Driver, cfg, session.WithDriver(d))
 	mustExec(t, m, "a", "x = 1")
 	mustExec(t, m, "b", "x = 1")
-	var adj []int
-	for _, s := range d.created() {
-		adj = append(adj, s.OomScoreAdj)
-	}
-	if !slices.Equal(adj, []int{-1000, 0, 0}) {
+	if adj := adjs(d); !slices.Equal(adj, []int{-1000, 0, 0}) {
 		t.Fatalf("oom_score_adj asked of the engine, in order: %v, want [-1000 0 0]", adj)
+	}
+
+	later := &specDriver{Driver: sessiontest.NewDriver(), refuseOOMAdj: true}
+	mustExec(t, startManager(t, later.Driver, cfg, session.WithDriver(later)), "c", "x = 1")
+	if adj := adjs(later); !slices.Equal(adj, []int{0}) {
+		t.Errorf("a later Manager on the same database asked the engine for %v, want [0]", adj)
+	}
+
+	st, err := store.Open(context.Background(), cfg.ArtifactsDB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, at, err := st.Fact(context.Background(), "oom_score_adj_refused")
+	if err == nil {
+		err = st.SetFact(context.Background(), "oom_score_adj_refused", "refused", at.Add(-25*time.Hour))
+	}
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dayAfter := &specDriver{Driver: sessiontest.NewDriver()}
+	mustExec(t, startManager(t, dayAfter.Driver, cfg, session.WithDriver(dayAfter)), "d", "x = 1")
+	if adj := adjs(dayAfter); !slices.Equal(adj, []int{-1000}) {
+		t.Errorf("a Manager a day after the refusal asked the engine for %v, want [-1000]", adj)
 	}
 }
 
