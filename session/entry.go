@@ -264,7 +264,7 @@ func (m *Manager) open(ctx context.Context, e *entry, create bool) error {
 				return err
 			}
 			continue
-		case err == nil && (c.Status == "dead" || !m.servedBy(ctx, e.id, c.ID)) && !c.Running:
+		case err == nil && !c.Running && (c.Status == "dead" || !m.servedBy(ctx, e.id, c.ID)):
 			// Being removed ("dead" is how Docker's inspect shows a
 			// removal under way, never "removing"), or never recorded
 			// as this key's container: its start failed, or its init
