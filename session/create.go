@@ -251,7 +251,9 @@ func (m *Manager) retire(id string) {
 // to 1000 all the same, so the OOM killer takes it and what it runs before
 // the init, unless code lowers its own score back to the init's.
 func (m *Manager) createContainer(ctx context.Context, spec Spec) (string, error) {
-	m.oomAdjRead.Do(func() { m.readOOMAdjFact(ctx) })
+	// Not the caller's cancellation: a read cut short is not tried
+	// again, and the engine would be asked at the cost of a failed start.
+	m.oomAdjRead.Do(func() { m.readOOMAdjFact(context.WithoutCancel(ctx)) })
 	if m.oomAdjRefused.Load() {
 		spec.OomScoreAdj = 0
 	}

@@ -266,11 +266,14 @@ func (m *Manager) open(ctx context.Context, e *entry, create bool) error {
 			continue
 		case err == nil && !c.Running && (c.Status == "dead" || !m.servedBy(ctx, e.id, c.ID)):
 			// Being removed ("dead" is how Docker's inspect shows a
-			// removal under way, never "removing"), or never recorded
-			// as this key's container: its start failed, or its init
-			// died before its creator recorded it. Either way no call
-			// ever ran in it, so nothing is lost: once it is gone, the
-			// key starts afresh. CI saw seven racers fail so: on an
+			// removal under way, never "removing"): whoever removes it
+			// records why, and the row says so once it is gone (below:
+			// a fresh start with that reason, or the loss). Or never
+			// recorded as this key's container: its start failed, or
+			// its init died before its creator recorded it, so no call
+			// ever ran in it and nothing is lost. Either way, once it
+			// is gone, the key opens afresh. CI saw seven racers fail
+			// on a failed start being removed: on an
 			// engine that refuses the init's oom_score_adj -1000, each
 			// new Manager's first start fails (exit code 128) and its
 			// creator removes it before starting one without.
