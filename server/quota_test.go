@@ -284,6 +284,22 @@ func TestQueuedNativeExecutionDropped(t *testing.T) {
 	}
 	leave()
 	<-queued
+	// The client has gone; the server learns it when it reads the closed
+	// connection. Until then the execution still waits for its turn, and
+	// interrupting the running code now would hand that turn to it. The
+	// probe is admitted again once the dropped execution let go of its place.
+	for deadline := time.Now().Add(time.Minute); ; {
+		code, body := c.do(context.Background(), quotaKeyA, "POST", "/v1/agentbox/sessions/probe/executions", nil, `{"code": "1"}`)
+		if code == 200 {
+			break
+		}
+		if code != http.StatusTooManyRequests {
+			t.Fatalf("probe: %d %s", code, body)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the execution whose client left still holds its place in flight")
+		}
+	}
 	stop() // interrupts the running code: the session's turn is free
 	var code int
 	for deadline := time.Now().Add(time.Minute); ; {
