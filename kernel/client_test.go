@@ -53,7 +53,7 @@ func scripted(t *testing.T, hello string, reply func(req map[string]any) []strin
 	return c
 }
 
-const hello = `{"type":"hello","protocol":3,"python":"3.14.0"}`
+const hello = `{"type":"hello","protocol":4,"python":"3.14.0"}`
 
 func TestVersionMismatchSaysRebuild(t *testing.T) {
 	host, init := net.Pipe()

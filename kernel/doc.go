@@ -25,7 +25,7 @@
 //
 // Init frames:
 //
-//	{"type":"hello","protocol":3,"kernel_pid":12,"python":"3.14.8","restarts":0,...,"tools":["files","command","spare"]}
+//	{"type":"hello","protocol":4,"kernel_pid":12,"python":"3.14.8","restarts":0,...,"tools":["files","command","spare"]}
 //	{"type":"accepted","req":"1","id":"call-7","duplicate":false}
 //	{"type":"started","id":"call-7","execution_count":3}
 //	{"type":"stream","id":"call-7","name":"stdout","text":"..."}

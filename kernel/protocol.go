@@ -8,7 +8,7 @@ import (
 // ProtocolVersion is the version of the wire protocol this package speaks. It
 // must equal PROTOCOL in sandbox-image/agentbox_init.py; an image that
 // announces another version is stale and must be rebuilt with sandbox-setup.
-const ProtocolVersion = 3
+const ProtocolVersion = 4
 
 // MaxFrame is the largest frame either side accepts (a 1 MiB source escapes to
 // at most 6 MiB of JSON; outputs are capped far below this).

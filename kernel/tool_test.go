@@ -44,7 +44,7 @@ func newToolClient(t *testing.T, ti *toolInit) *kernel.Client {
 	}
 	go func() {
 		defer init.Close()
-		ti.write([]byte(`{"type":"hello","protocol":3,"tools":["files","command"]}` + "\n"))
+		ti.write([]byte(`{"type":"hello","protocol":4,"tools":["files","command"]}` + "\n"))
 		r := bufio.NewReader(init)
 		for {
 			line, err := r.ReadBytes('\n')

@@ -18,6 +18,7 @@ import json
 import os
 import stat
 import sys
+import time
 
 OUT = None  # standard output, binary (main or serve sets it)
 INP = None  # standard input, binary and buffered: every read of a call goes
@@ -190,8 +191,12 @@ def op_write(req):
     # With "all", the files are staged beside their targets and put in
     # place only when the host sends {"commit": true} after the last one;
     # a stream that ends without it leaves nothing.
+    # A commit with "whole" (the host sent the call in one piece, without
+    # waiting for the files' answers) puts nothing in place when a file of
+    # the call failed.
     inp = INP
     staged = [] if req.get("all") else None
+    whole = True
     while True:
         line = inp.readline()
         if not line:
@@ -200,10 +205,20 @@ def op_write(req):
         if head.get("end"):
             break  # the host's files ended (a kept tool's input goes on)
         if staged is not None and head.get("commit"):
-            send({"committed": True, "errors": commit(staged)})
+            if head.get("whole") and not whole:
+                for tmp, _ in staged:
+                    try:
+                        os.unlink(tmp)
+                    except OSError:
+                        pass
+                send({"committed": False, "errors": []})
+            else:
+                send({"committed": True, "errors": commit(staged)})
             staged = []
         else:
-            send(write_one(inp, head, staged))
+            r = write_one(inp, head, staged)
+            whole = whole and r["error"] is None and not r["aborted"]
+            send(r)
         OUT.flush()
     for tmp, _ in staged or []:
         try:
@@ -455,6 +470,8 @@ def main(op, req):
 
 READY = b'{"ready": true}\n'
 IDLE = b'{"idle": true}\n'
+STALE = b'#stale\n'  # not JSON: told from any answer by its first byte
+SKEW = 0.25  # seconds the container's clock may trail the host's
 MAX_CALL = 1 << 20  # of one call's request, bytes
 
 
@@ -462,10 +479,15 @@ def serve():
     """Runs calls, one after another, on file descriptors 0 and 1, until
     the input ends: the files tool the host keeps (agentbox_tools.py), so
     that a call costs no fork. Each call is a 4-byte big-endian length and
-    a JSON [op, request, confirm]. With confirm (an op that changes
+    a JSON [op, request, confirm]. With confirm true (an op that changes
     something) the tool says READY and waits for one byte, b"g", before it
     runs the op: a call sent to a frozen container, which the host gave up
     on and let go, finds the end of the input when thawed and never runs.
+    With confirm an object {"sent", "not_after", "body"} (the host's clock,
+    in seconds; the bytes of the call that follow the message) the op runs
+    at once if the tool reads it inside that window, else the tool drops
+    the body and says STALE: a call read after its window, which the host
+    has given up on by then, never runs.
     After an op whose answer is whole the tool says IDLE, the host's sign
     that the next call may come; after one that is not (a file that shrank
     while read) it ends."""
@@ -483,7 +505,17 @@ def serve():
         if len(body) < n:
             return
         op, req, confirm = json.loads(body)
-        if confirm:
+        if isinstance(confirm, dict):
+            # Sent whole, with the host's clock: run only inside its
+            # window (a container frozen past it, a tool stopped past it,
+            # a clock that disagrees: the host asks again, the long way).
+            if not confirm["sent"] - SKEW <= time.time() <= confirm["not_after"]:
+                if len(INP.read(confirm.get("body", 0))) < confirm.get("body", 0):
+                    return
+                OUT.write(STALE + IDLE)
+                OUT.flush()
+                continue
+        elif confirm:
             OUT.write(READY)
             OUT.flush()
             if INP.read(1) != b"g":

@@ -49,7 +49,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from agentbox_frames import decode, encode  # noqa: E402
 import agentbox_tools  # noqa: E402
 
-PROTOCOL = 3
+PROTOCOL = 4
 # "@name" is an abstract Unix socket: nothing on the filesystem that user code
 # could delete, and private to the container's network namespace.
 SOCKET = os.environ.get("AGENTBOX_SOCKET", "@agentbox/kernel")

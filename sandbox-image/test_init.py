@@ -573,6 +573,64 @@ class FilesServeTest(unittest.TestCase):
         self.p.stdin.close()
         self.assertEqual(self.p.wait(10), 0)
 
+    def write_body(self, path, data, commit=False):
+        b = json.dumps({"path": path, "mode": 0o640}).encode() + b"\n"
+        b += len(data).to_bytes(4, "big") + data + (0).to_bytes(4, "big")
+        if commit:
+            b += b'{"commit": true, "whole": true}\n'
+        return b + b'{"end": true}\n'
+
+    def test_call_inside_its_window_runs_at_once(self):
+        path = os.path.join(self.tmp.name, "now")
+        body = self.write_body(path, b"hello")
+        now = time.time()
+        self.call("write", {}, {"sent": now, "not_after": now + 5, "body": len(body)})
+        self.p.stdin.write(body)
+        self.p.stdin.flush()
+        self.assertEqual(self.line()["size"], 5)
+        self.assertEqual(self.line(), {"done": True})
+        self.assertEqual(self.line(), {"idle": True})
+        with open(path, "rb") as f:
+            self.assertEqual(f.read(), b"hello")
+
+    def test_call_outside_its_window_never_runs(self):
+        # Read after its window (a container frozen past it), or sent by a
+        # clock far ahead of the container's: dropped, body and all, and
+        # the tool takes the next call.
+        for name, sent, not_after in [("late", -10, -9), ("ahead", 10, 11)]:
+            path = os.path.join(self.tmp.name, name)
+            body = self.write_body(path, b"stale")
+            now = time.time()
+            self.call("write", {}, {"sent": now + sent, "not_after": now + not_after, "body": len(body)})
+            self.p.stdin.write(body)
+            self.p.stdin.flush()
+            self.assertEqual(self.p.stdout.readline(), b"#stale\n")
+            self.assertEqual(self.line(), {"idle": True})
+            self.assertFalse(os.path.exists(path))
+        self.call("stat", {"path": self.tmp.name}, False)
+        self.assertEqual(self.line()["info"]["type"], "dir")
+
+    def test_whole_commit_after_a_failed_file_puts_nothing_in_place(self):
+        good = os.path.join(self.tmp.name, "good")
+        bad = os.path.join(self.tmp.name, "missing-folder-is-a-file")
+        with open(bad, "w"):
+            pass
+        body = json.dumps({"path": good, "mode": 0o644}).encode() + b"\n"
+        body += (2).to_bytes(4, "big") + b"ok" + (0).to_bytes(4, "big")
+        body += json.dumps({"path": bad + "/under", "mode": 0o644}).encode() + b"\n"
+        body += (2).to_bytes(4, "big") + b"no" + (0).to_bytes(4, "big")
+        body += b'{"commit": true, "whole": true}\n{"end": true}\n'
+        now = time.time()
+        self.call("write", {"all": True}, {"sent": now, "not_after": now + 5, "body": len(body)})
+        self.p.stdin.write(body)
+        self.p.stdin.flush()
+        self.assertIsNone(self.line()["error"])
+        self.assertEqual(self.line()["error"]["kind"], "not_dir")
+        self.assertEqual(self.line(), {"committed": False, "errors": []})
+        self.assertEqual(self.line(), {"done": True})
+        self.assertFalse(os.path.exists(good))
+        self.assertEqual([n for n in os.listdir(self.tmp.name) if n.endswith(".part")], [])
+
     def test_unconfirmed_call_never_runs(self):
         # The host gave up on the call (a frozen container) and let the
         # tool go: the input ends where the confirmation would be.

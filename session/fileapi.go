@@ -13,6 +13,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -183,7 +184,7 @@ func (m *Manager) fileOp(ctx context.Context, key, op, p string, create bool, re
 	if err != nil {
 		return fail(err)
 	}
-	h, err := m.startHelper(ctx, e, op, req)
+	h, err := m.startHelper(ctx, e, op, req, nil)
 	if err != nil {
 		return fail(err)
 	}
@@ -370,7 +371,7 @@ func (m *Manager) listing(ctx context.Context, key, op, p string, req map[string
 	if err != nil {
 		return fail(err)
 	}
-	h, err := m.startHelper(ctx, e, op, req)
+	h, err := m.startHelper(ctx, e, op, req, nil)
 	if err != nil {
 		return fail(err)
 	}
@@ -439,7 +440,8 @@ func (r *FileReader) Read(p []byte) (int, error) {
 // WriteTo copies the file's bytes to w in large blocks (io.Copy uses it):
 // the stream carries hundreds of MiB a second, which small reads waste.
 func (r *FileReader) WriteTo(w io.Writer) (int64, error) {
-	buf := make([]byte, 1<<20)
+	// Sized to what is left: a small file costs no MiB to clear.
+	buf := make([]byte, max(min(r.left, 1<<20), 1))
 	var total int64
 	for {
 		n, err := r.Read(buf)
@@ -516,7 +518,7 @@ func (m *Manager) ReadFile(ctx context.Context, key, path string, offset, length
 	if err != nil {
 		return fail(err)
 	}
-	h, err := m.startHelper(ctx, e, "read", map[string]any{"path": p, "offset": offset, "length": length, "max": m.maxFile()})
+	h, err := m.startHelper(ctx, e, "read", map[string]any{"path": p, "offset": offset, "length": length, "max": m.maxFile()}, nil)
 	if err != nil {
 		return fail(err)
 	}
@@ -647,12 +649,12 @@ func (m *Manager) writeFileSeq(ctx context.Context, key string, files iter.Seq[F
 
 	var h *helperCall
 	answers := make(chan writeAnswer, 64)
-	start := func() error {
+	start := func(body []byte) error {
 		e, err := m.fileSession(ctx, key, true)
 		if err != nil {
 			return err
 		}
-		if h, err = m.startHelper(ctx, e, "write", map[string]bool{"all": verdict != nil}); err != nil {
+		if h, err = m.startHelper(ctx, e, "write", map[string]bool{"all": verdict != nil}, body); err != nil {
 			return err
 		}
 		// The helper's answers are read as they come, so that neither
@@ -688,7 +690,17 @@ func (m *Manager) writeFileSeq(ctx context.Context, key string, files iter.Seq[F
 	got := 0         // answers taken
 	var total int64  // bytes of the call
 	var werr error   // the stream to the helper failed
-	buf := make([]byte, 4+chunkSize)
+	buf := m.chunks.get()
+	defer m.chunks.put(buf)
+	// What the call sends is held until it outgrows one message: a call
+	// that fits goes whole, in one round trip (callInWindow).
+	var startErr error
+	out := &heldCall{open: func(first []byte) (io.Writer, error) {
+		if startErr = start(first); startErr != nil {
+			return nil, startErr
+		}
+		return h.s, nil
+	}}
 	take := func(a writeAnswer) bool {
 		if a.err != nil {
 			if werr == nil || ctx.Err() != nil {
@@ -738,22 +750,23 @@ func (m *Manager) writeFileSeq(ctx context.Context, key string, files iter.Seq[F
 			fileErr(i, fmt.Errorf("%w: the call is over its cap of %s (FILES_MAX_CALL_MB)", ErrFileTooLarge, byteSize(m.maxCall())))
 			continue
 		}
-		if h == nil {
-			if werr = start(); werr != nil {
-				return callErr(werr)
-			}
-		}
 		mode := f.Mode & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)
 		if mode == 0 {
 			mode = 0o644
 		}
 		head, _ := json.Marshal(map[string]any{"path": p, "mode": unixMode(mode)})
-		if _, werr = h.s.Write(append(head, '\n')); werr != nil {
+		if _, werr = out.Write(append(head, '\n')); werr != nil {
+			if startErr != nil {
+				return callErr(startErr)
+			}
 			continue
 		}
 		headed = append(headed, i)
 		var sent int64
-		ours[i], werr = m.sendFile(h.s, f.Data, buf, &sent, &total)
+		ours[i], werr = m.sendFile(out, f.Data, buf, &sent, &total)
+		if startErr != nil {
+			return callErr(startErr)
+		}
 		// Take the answers that are in, so that they never pile up.
 		for drained := false; !drained; {
 			select {
@@ -764,14 +777,41 @@ func (m *Manager) writeFileSeq(ctx context.Context, key string, files iter.Seq[F
 			}
 		}
 	}
-	if h == nil {
+	if !out.opened() && len(out.buf) == 0 { // no file went out
 		if verdict != nil {
 			refuseAll(results, verdict())
 		}
 		return results, nil
 	}
 	committing := false
-	if verdict != nil && werr == nil {
+	inline := !out.opened()
+	if inline {
+		// The whole call is held: it goes in one piece, and its commit
+		// with it, which the helper makes only if every file of the call
+		// was written (the host cannot wait for their answers first).
+		if verdict != nil {
+			why := verdict()
+			for i := range results {
+				if why == nil && results[i].Err != nil {
+					why = results[i].Err
+				}
+				if why == nil && ours[i] != nil {
+					why = ours[i]
+				}
+			}
+			if why != nil {
+				refuseAll(results, why) // nothing was sent: nothing stays
+				return results, nil
+			}
+			out.buf = append(out.buf, "{\"commit\": true, \"whole\": true}\n"...)
+			committing = true
+		}
+		out.buf = append(out.buf, "{\"end\": true}\n"...)
+		if err := start(out.buf); err != nil {
+			return callErr(err)
+		}
+	}
+	if verdict != nil && werr == nil && !inline {
 		// Every file's answer first: the commit depends on them all.
 		for got < len(headed) {
 			a, ok := <-answers
@@ -793,7 +833,7 @@ func (m *Manager) writeFileSeq(ctx context.Context, key string, files iter.Seq[F
 			committing = werr == nil
 		}
 	}
-	if werr == nil {
+	if werr == nil && !inline {
 		werr = h.endInput()
 	}
 	for got < len(headed) {
@@ -806,7 +846,7 @@ func (m *Manager) writeFileSeq(ctx context.Context, key string, files iter.Seq[F
 		werr = errors.New("the file helper stopped answering")
 	}
 	if committing && werr == nil {
-		werr = m.committed(answers, results, fileErr)
+		werr = m.committed(answers, results, fileErr, inline)
 	}
 	if werr == nil {
 		h.awaitEnd(answers)
@@ -818,6 +858,49 @@ func (m *Manager) writeFileSeq(ctx context.Context, key string, files iter.Seq[F
 		return callErr(fmt.Errorf("stream files to the sandbox: %w", werr))
 	}
 	return results, nil
+}
+
+// chunkPool keeps the buffers writes frame their chunks in: one each is a
+// MiB to clear, per call, which a small write would pay for nothing.
+type chunkPool struct{ p sync.Pool }
+
+func (c *chunkPool) get() []byte {
+	if b, ok := c.p.Get().(*[]byte); ok {
+		return *b
+	}
+	return make([]byte, 4+chunkSize)
+}
+
+func (c *chunkPool) put(b []byte) { c.p.Put(&b) }
+
+// maxHeld bounds what a write holds to send whole, with its call.
+const maxHeld = 64 << 10
+
+// heldCall is what a write sends to the helper: held until it outgrows
+// maxHeld, then sent on as it comes through the stream open returns (it
+// starts the helper with what was held).
+type heldCall struct {
+	buf  []byte
+	w    io.Writer
+	open func(first []byte) (io.Writer, error)
+}
+
+func (c *heldCall) opened() bool { return c.w != nil }
+
+func (c *heldCall) Write(p []byte) (int, error) {
+	if c.w != nil {
+		return c.w.Write(p)
+	}
+	if len(c.buf)+len(p) <= maxHeld {
+		c.buf = append(c.buf, p...)
+		return len(p), nil
+	}
+	w, err := c.open(c.buf)
+	if err != nil {
+		return 0, err
+	}
+	c.w, c.buf = w, nil
+	return c.w.Write(p)
 }
 
 // writeAnswer is one line of the helper's answers to a write, or why none

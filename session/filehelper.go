@@ -42,14 +42,16 @@ type helperCall struct {
 
 // startHelper runs the helper's op with req in e's container: on a files
 // tool of the container's channel (an idle one, or one it starts), or,
-// when its init runs no tools, by the driver's exec. The stream is closed
-// when ctx ends, so a helper that hangs holds nobody.
-func (m *Manager) startHelper(ctx context.Context, e *entry, op string, req any) (*helperCall, error) {
+// when its init runs no tools, by the driver's exec. body is the rest of
+// what the call sends, when the host has it whole (a small write): it
+// goes with the call. The stream is closed when ctx ends, so a helper
+// that hangs holds nobody.
+func (m *Manager) startHelper(ctx context.Context, e *entry, op string, req any, body []byte) (*helperCall, error) {
 	arg, err := json.Marshal(req)
 	if err != nil {
 		return nil, err
 	}
-	h, err := m.toolCall(ctx, e.containerID, op, string(arg))
+	h, err := m.toolCall(ctx, e.containerID, op, string(arg), body)
 	if !errors.Is(err, errNoChannel) {
 		return h, err
 	}
@@ -64,12 +66,18 @@ func (m *Manager) startHelper(ctx context.Context, e *entry, op string, req any)
 	}
 	h = &helperCall{s: s, r: bufio.NewReaderSize(s, 64<<10), closed: make(chan struct{})}
 	h.stop = context.AfterFunc(ctx, h.close)
+	if len(body) > 0 {
+		if _, err := s.Write(body); err != nil {
+			h.Close()
+			return nil, fmt.Errorf("send the call to the file helper: %w", err)
+		}
+	}
 	return h, nil
 }
 
 // toolCall sends the call to a files tool of container id's channel: an
 // idle one, else one it starts. errNoChannel when the init runs no tools.
-func (m *Manager) toolCall(ctx context.Context, id, op, arg string) (*helperCall, error) {
+func (m *Manager) toolCall(ctx context.Context, id, op, arg string, body []byte) (*helperCall, error) {
 	ch, err := m.channelOf(ctx, id)
 	if err != nil {
 		return nil, err
@@ -79,7 +87,7 @@ func (m *Manager) toolCall(ctx context.Context, id, op, arg string) (*helperCall
 		if kt == nil {
 			break
 		}
-		h, err := m.callKept(ctx, id, ch, kt, op, arg)
+		h, err := m.callKept(ctx, id, ch, kt, op, arg, body)
 		if !errors.Is(err, errToolGone) {
 			return h, err
 		}
@@ -98,7 +106,7 @@ func (m *Manager) toolCall(ctx context.Context, id, op, arg string) (*helperCall
 	} else if t, err = m.spawnTool(ctx, id, kernel.ToolFiles); err == nil {
 		// The rest only once the tool runs: a call sent to a frozen
 		// container must never run once it is thawed.
-		if _, err = t.Write(msg); err != nil {
+		if _, err = t.Write(append(msg, body...)); err != nil {
 			t.Close()
 			return nil, fmt.Errorf("send the call to the file helper: %w", err)
 		}
@@ -120,12 +128,20 @@ const keptStall = 2 * time.Second
 var errToolGone = errors.New("the idle files tool is gone")
 
 // callKept sends the call to kt, an idle files tool. A call that changes
-// something waits for the tool's READY and confirms it, so that one sent
-// to a frozen container (this one was idle, so nobody knows it runs)
-// never runs once thawed: the container is looked at while the tool does
-// not answer, as a tool's start is. errToolGone when the tool turns out to
+// something must never run once it was given up on, as one sent to a
+// frozen container is (this one was idle, so nobody knows it runs): it
+// goes whole inside a window of the host's clock (callInWindow), and,
+// when the tool reads it too late for that, waits for the tool's READY
+// and confirms it. The container is looked at while the tool does not
+// answer, as a tool's start is. errToolGone when the tool turns out to
 // have ended before the call reached it.
-func (m *Manager) callKept(ctx context.Context, id string, ch *channel, kt *keptTool, op, arg string) (*helperCall, error) {
+func (m *Manager) callKept(ctx context.Context, id string, ch *channel, kt *keptTool, op, arg string, body []byte) (*helperCall, error) {
+	if !readOnly[op] {
+		h, err := m.callInWindow(ctx, id, ch, kt, op, arg, body)
+		if !errors.Is(err, errStale) {
+			return h, err
+		}
+	}
 	h := &helperCall{s: kt.t, r: kt.r, closed: make(chan struct{}), kept: kt, ch: ch}
 	h.stop = context.AfterFunc(ctx, h.close)
 	confirm := !readOnly[op]
@@ -152,7 +168,7 @@ func (m *Manager) callKept(ctx context.Context, id string, ch *channel, kt *kept
 			stop()
 			stall.Stop()
 			if err == nil && !stalled.Load() && !h.isClosed() {
-				_, err = kt.t.Write([]byte{'g'})
+				_, err = kt.t.Write(append([]byte{'g'}, body...))
 			} else if err == nil {
 				err = errors.New("given up before the go")
 			}
@@ -180,15 +196,102 @@ func (m *Manager) callKept(ctx context.Context, id string, ch *channel, kt *kept
 	return nil, fmt.Errorf("the file helper: %w", err)
 }
 
-// readyLine is agentbox_fileops.READY; idleLine is its IDLE.
+// callWindow is how long after the host sends a call whole a files tool
+// may still start it (agentbox_fileops.serve checks it by its clock, which
+// is the host's: containers share the host's kernel, and gVisor keeps its
+// clock to the host's). It is under keptStall, so that a call the host
+// has given up on as stalled can no longer start when it sends it again.
+const callWindow = keptStall / 2
+
+// errStale means a files tool read a call after its window and did not
+// run it: it is idle again, and the call goes the long way.
+var errStale = errors.New("the files tool read the call after its window")
+
+// callInWindow sends a call that changes something to kt whole, body and
+// all, with the window of the host's clock it may start in: one round
+// trip, where a confirmation costs two. Until the first byte of the
+// answer, a give-up (ctx, a frozen or lost container) takes effect at the
+// window's end, not before: a call read inside the window runs and its
+// answer comes, one read after it never runs, so a call given up on
+// without an answer never runs later. errStale when the tool read it too
+// late (nothing ran).
+func (m *Manager) callInWindow(ctx context.Context, id string, ch *channel, kt *keptTool, op, arg string, body []byte) (*helperCall, error) {
+	sent := time.Now()
+	notAfter := sent.Add(callWindow)
+	h := &helperCall{s: kt.t, r: kt.r, closed: make(chan struct{}), kept: kt, ch: ch}
+	var late sync.Once
+	giveUp := func() {
+		late.Do(func() { time.AfterFunc(time.Until(notAfter), h.close) })
+	}
+	h.stop = context.AfterFunc(ctx, giveUp)
+	w := m.watchIdle(ctx, id, giveUp)
+	var stalled atomic.Bool
+	stall := time.AfterFunc(keptStall, func() { // past the window: it cannot start now
+		stalled.Store(true)
+		h.close()
+	})
+	window := map[string]any{"sent": unixSeconds(sent), "not_after": unixSeconds(notAfter), "body": len(body)}
+	_, err := kt.t.Write(append(toolMessage(op, arg, window), body...))
+	stale := false
+	if err == nil {
+		var first []byte
+		if first, err = kt.r.Peek(1); err == nil {
+			stale = first[0] == staleLine[0]
+		}
+	}
+	w.stop()
+	stall.Stop()
+	if err == nil && !stalled.Load() {
+		// Answered: the call runs, and a give-up from here ends it at once
+		// (one already due ends it now).
+		h.stop()
+		h.stop = context.AfterFunc(ctx, h.close)
+		if !stale {
+			return h, nil
+		}
+		if kt.readLine(staleLine) && kt.readLine(idleLine) {
+			h.stop()
+			return nil, errStale
+		}
+		err = errors.New("the files tool's refusal of a late call was cut short")
+	}
+	h.Close()
+	if err := m.idleFailed(ctx, id, w); err != nil {
+		return nil, err
+	}
+	switch {
+	case stalled.Load():
+		m.log.Warn("an idle files tool did not answer: a new one takes the call", "container", shortID(id), "after", keptStall)
+		return nil, errToolGone
+	case err == nil: // given up at the window's end without a cause: ctx
+		return nil, context.Cause(ctx)
+	case endedEarly(err):
+		return nil, errToolGone
+	}
+	return nil, fmt.Errorf("the file helper: %w", err)
+}
+
+// readLine reads one line of the tool's and says whether it is want.
+func (kt *keptTool) readLine(want string) bool {
+	line, err := kt.r.ReadSlice('\n')
+	return err == nil && string(line) == want
+}
+
+// unixSeconds is t as agentbox_fileops reads a clock: seconds since the
+// epoch.
+func unixSeconds(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
+
+// readyLine is agentbox_fileops.READY; idleLine is its IDLE; staleLine its
+// STALE, which no answer starts with.
 const (
 	readyLine = "{\"ready\": true}\n"
 	idleLine  = "{\"idle\": true}\n"
+	staleLine = "#stale\n"
 )
 
 // toolMessage is a call as a files tool reads it: a 4-byte big-endian
 // length, then the JSON [op, request, confirm].
-func toolMessage(op, arg string, confirm bool) []byte {
+func toolMessage(op, arg string, confirm any) []byte {
 	call, _ := json.Marshal([]any{op, arg, confirm})
 	msg := binary.BigEndian.AppendUint32(make([]byte, 0, 4+len(call)), uint32(len(call)))
 	return append(msg, call...)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -206,3 +207,74 @@ print(sorted(set(kept) & set(files_tools())), len(files_tools()), os.path.exists
 }
 
 func stdout(res *session.Result) string { return strings.TrimSpace(res.Stdout) }
+
+// TestFilesToolReadsTheCallLate: an idle files tool that reads a change
+// after the call's window (sandbox code stopped it for longer) refuses
+// it and stays; the host asks it again the long way, with a confirmation,
+// and the change is made once, on the same tool. Red with a refusal taken
+// for a failed call, or for a tool gone.
+func TestFilesToolReadsTheCallLate(t *testing.T) {
+	t.Parallel()
+	m := newManager(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := m.WriteFile(ctx, "k", "/session/a.txt", strings.NewReader("a"), 0); err != nil {
+		t.Fatal(err)
+	}
+	// Stopped for 1.5 s: past the window (1 s), inside the stall (2 s).
+	kept := stdout(mustExec(t, m, "k", filesTools+`
+import signal, threading
+kept = files_tools()
+for pid in kept: os.kill(pid, signal.SIGSTOP)
+def wake():
+    time.sleep(1.5)
+    for pid in kept: os.kill(pid, signal.SIGCONT)
+threading.Thread(target=wake, daemon=True).start()
+print(kept)`))
+	if kept == "[]" || strings.Contains(kept, ",") {
+		t.Fatalf("files tools after a call: %s, want one kept", kept)
+	}
+	if _, err := m.WriteFile(ctx, "k", "/session/a.txt", strings.NewReader("late"), 0); err != nil {
+		t.Fatalf("a write the idle tool read late: %v", err)
+	}
+	out := stdout(mustExec(t, m, "k", filesTools+`print(files_tools(), open("/session/a.txt").read())`))
+	if out != kept+" late" {
+		t.Fatalf("after the late write: files tools, /session/a.txt: %s, want %s late", out, kept)
+	}
+}
+
+// TestWriteAllRefusedInTheSandbox: an all-or-nothing write small enough to
+// go whole, with its commit, to the files tool, one of whose files the
+// sandbox refuses (its folder is a file): nothing is put in place, and
+// every other file's result says it was not written, for that file's
+// error. Red with a commit that was not made taken for one that was.
+func TestWriteAllRefusedInTheSandbox(t *testing.T) {
+	t.Parallel()
+	m := newManager(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := m.WriteFile(ctx, "k", "/session/kept.txt", strings.NewReader("k"), 0); err != nil {
+		t.Fatal(err)
+	}
+	files := []session.FileWrite{
+		{Path: "/session/first.txt", Data: strings.NewReader("first")},
+		{Path: "/session/kept.txt/under", Data: strings.NewReader("under")},
+		{Path: "/session/last.txt", Data: strings.NewReader("last")},
+	}
+	results, err := m.WriteFileSeqAll(ctx, "k", slices.Values(files), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if results[1].Err == nil || errors.Is(results[1].Err, session.ErrNotWritten) {
+		t.Fatalf("the refused file's result: %v, want the sandbox's refusal", results[1].Err)
+	}
+	for _, i := range []int{0, 2} {
+		if !errors.Is(results[i].Err, session.ErrNotWritten) || results[i].Size != 0 {
+			t.Errorf("%s: size %d, %v; want not written", results[i].Path, results[i].Size, results[i].Err)
+		}
+	}
+	out := stdout(mustExec(t, m, "k", `import os; print(sorted(os.listdir("/session")))`))
+	if strings.Contains(out, "first.txt") || strings.Contains(out, "last.txt") {
+		t.Fatalf("/session after a refused call: %s", out)
+	}
+}

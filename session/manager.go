@@ -112,6 +112,7 @@ type Manager struct {
 	closed    bool
 	chans     channels          // per container: the connection files and commands use (channel.go)
 	channelOn bool              // WithChannel
+	chunks    chunkPool         // writes' frame buffers
 	sessions  map[string]*entry // by session id
 
 	diskMu sync.Mutex // one reserve check and image allocation at a time (disk.go)

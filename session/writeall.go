@@ -50,14 +50,24 @@ func refuseAll(results []WriteResult, why error) {
 }
 
 // committed reads the helper's answer to a commit and marks the files it
-// could not put in place.
-func (m *Manager) committed(answers <-chan writeAnswer, results []WriteResult, fileErr func(int, error)) error {
+// could not put in place. A whole commit (sent with the files, made only
+// if each was written) that was not made refuses them all for the file
+// that failed.
+func (m *Manager) committed(answers <-chan writeAnswer, results []WriteResult, fileErr func(int, error), whole bool) error {
 	a, ok := <-answers
 	switch {
 	case !ok:
 		return errors.New("the file helper stopped answering before the commit")
 	case a.err != nil:
 		return a.err
+	case !a.r.Committed && whole:
+		for _, r := range results {
+			if r.Err != nil {
+				refuseAll(results, r.Err)
+				return nil
+			}
+		}
+		return errors.New("the file helper did not commit, and no file failed")
 	case !a.r.Committed:
 		return errors.New("the file helper did not commit")
 	}

@@ -24,6 +24,9 @@ func TestUploadAllOrNothing(t *testing.T) {
 		{"over the cap", upFile{meta: `{"path":"/session/big.bin"}`, data: strings.Repeat("x", 128<<10)}, 413, codeTooLarge},
 		{"bad path", upFile{meta: `{"path":"/session/../etc/x"}`, data: "x"}, 400, codeInvalidFile},
 		{"bad metadata", upFile{meta: `{path`, data: "x"}, 400, codeInvalidMetadata},
+		// Found only in the sandbox, by the helper, once the call was sent
+		// whole with its commit: a file is in the way of a folder.
+		{"refused in the sandbox", upFile{meta: `{"path":"/session/kept.txt/under"}`, data: "x"}, 400, codeInvalidFile},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			wantError(t, e.upload(t, []upFile{
