@@ -695,8 +695,14 @@ func (m *Manager) writeFileSeq(ctx context.Context, key string, files iter.Seq[F
 	// What the call sends is held until it outgrows one message: a call
 	// that fits goes whole, in one round trip (callInWindow).
 	var startErr error
-	out := &heldCall{open: func(first []byte) (io.Writer, error) {
-		if startErr = start(first); startErr != nil {
+	out := &heldCall{open: func(held []byte) (io.Writer, error) {
+		// The call streams: it goes first, the files after it.
+		if startErr = start(nil); startErr != nil {
+			return nil, startErr
+		}
+		if _, err := h.s.Write(held); err != nil {
+			h.Close()
+			startErr = fmt.Errorf("send the files to the file helper: %w", err)
 			return nil, startErr
 		}
 		return h.s, nil
@@ -878,11 +884,11 @@ const maxHeld = 64 << 10
 
 // heldCall is what a write sends to the helper: held until it outgrows
 // maxHeld, then sent on as it comes through the stream open returns (it
-// starts the helper with what was held).
+// starts the helper and sends what was held).
 type heldCall struct {
 	buf  []byte
 	w    io.Writer
-	open func(first []byte) (io.Writer, error)
+	open func(held []byte) (io.Writer, error)
 }
 
 func (c *heldCall) opened() bool { return c.w != nil }

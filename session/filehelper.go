@@ -44,7 +44,7 @@ type helperCall struct {
 // tool of the container's channel (an idle one, or one it starts), or,
 // when its init runs no tools, by the driver's exec. body is the rest of
 // what the call sends, when the host has it whole (a small write): it
-// goes with the call. The stream is closed when ctx ends, so a helper
+// goes with the call. A write with no body streams its files after. The stream is closed when ctx ends, so a helper
 // that hangs holds nobody.
 func (m *Manager) startHelper(ctx context.Context, e *entry, op string, req any, body []byte) (*helperCall, error) {
 	arg, err := json.Marshal(req)
@@ -136,7 +136,10 @@ var errToolGone = errors.New("the idle files tool is gone")
 // answer, as a tool's start is. errToolGone when the tool turns out to
 // have ended before the call reached it.
 func (m *Manager) callKept(ctx context.Context, id string, ch *channel, kt *keptTool, op, arg string, body []byte) (*helperCall, error) {
-	if !readOnly[op] {
+	// A write's files follow its call, unless they were sent with it: the
+	// tool answers nothing before they come.
+	whole := op != "write" || body != nil
+	if !readOnly[op] && whole {
 		h, err := m.callInWindow(ctx, id, ch, kt, op, arg, body)
 		if !errors.Is(err, errStale) {
 			return h, err

@@ -278,3 +278,27 @@ func TestWriteAllRefusedInTheSandbox(t *testing.T) {
 		t.Fatalf("/session after a refused call: %s", out)
 	}
 }
+
+// TestFilesLargeWriteKeepsItsTool: a write too large to go whole with its
+// call streams its files after it, on the idle kept tool, which answers
+// only once a file has come: the host must not wait for an answer before
+// sending them. Red when it does: the tool is taken for stalled after two
+// seconds, and a new one writes the file.
+func TestFilesLargeWriteKeepsItsTool(t *testing.T) {
+	t.Parallel()
+	m := newManager(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := m.WriteFile(ctx, "k", "/session/a.txt", strings.NewReader("a"), 0); err != nil {
+		t.Fatal(err)
+	}
+	kept := stdout(mustExec(t, m, "k", filesTools+`print(files_tools())`))
+	big := strings.Repeat("x", 1<<20)
+	if _, err := m.WriteFile(ctx, "k", "/session/big.txt", strings.NewReader(big), 0); err != nil {
+		t.Fatal(err)
+	}
+	out := stdout(mustExec(t, m, "k", filesTools+`print(files_tools(), os.path.getsize("/session/big.txt"))`))
+	if want := fmt.Sprintf("%s %d", kept, len(big)); out != want {
+		t.Fatalf("after a 1 MiB write: files tools, size: %s, want %s", out, want)
+	}
+}
