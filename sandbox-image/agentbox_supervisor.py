@@ -22,6 +22,12 @@
 # process is the command's when it descends from the supervisor or carries
 # the marker, under either runtime.
 #
+# Why a launcher: a fork of this process (a fork of the init, with its
+# modules) costs more than the command `true` itself, and subprocess cannot
+# use vfork for a child that changes its ids. So a spare forks the
+# command's process while it waits (prefork), dropped to the sandbox user
+# already; the command then costs an exec.
+#
 # Protocol. In: a 4-byte big-endian length and a JSON spec; after that, any
 # byte or the end of input (the host gave up or was cancelled) kills the
 # command. A spec with "confirm" (the host kept this supervisor as a spare
@@ -237,7 +243,147 @@ def start(spec, ids, out_w, err_w):
     p.returncode = 0
     return p.pid
 
-def main():
+class Launcher:
+    """The command's process, forked by a spare ahead of its command (see
+    prefork): its pid, and the supervisor's ends of its pipes."""
+
+    def __init__(self, pid, go_w, fail_r, out_r, err_r, ids):
+        self.pid, self.go_w, self.fail_r = pid, go_w, fail_r
+        self.out_r, self.err_r, self.ids = out_r, err_r, ids
+
+    used = False  # handed its command: its output pipes are the loop's
+
+    def discard(self):
+        """Kills the launcher, unused, and reaps it."""
+        if self.used:
+            return
+        self.used = True
+        for fd in (self.go_w, self.fail_r, self.out_r, self.err_r):
+            if fd != -1:
+                os.close(fd)
+        try:
+            os.kill(self.pid, signal.SIGKILL)  # it may be stopped
+        except OSError:
+            pass
+        try:
+            os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            pass
+
+
+def prefork(ids, c):
+    """Forks the command's process while the spare waits for its command,
+    so that the command pays for no fork of this (large) process: the
+    child takes its own session, the marker group only and the sandbox
+    user's ids (ids), which is all subprocess's child does before its exec,
+    and waits for the command's line, folder and environment (launch).
+    Having changed its ids it is not dumpable, as a files tool is not, so
+    code of the same uid can neither trace it nor open its pipes; it can
+    signal it, as it can the command itself. A Launcher, or None when the
+    fork failed (the command then starts the usual way)."""
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    go_r, go_w = os.pipe()
+    fail_r, fail_w = os.pipe()  # close-on-exec: its end is the exec
+    try:
+        pid = os.fork()
+    except OSError:
+        for fd in (out_r, out_w, err_r, err_w, go_r, go_w, fail_r, fail_w):
+            os.close(fd)
+        return None
+    if pid == 0:
+        code = 127
+        try:
+            null = os.open("/dev/null", os.O_RDONLY)
+            os.dup2(null, 0)
+            os.dup2(out_w, 1)
+            os.dup2(err_w, 2)
+            lo = 3  # nothing of the supervisor's: the host's stream above all
+            for fd in sorted((go_r, fail_w)):
+                os.closerange(lo, fd)
+                lo = fd + 1
+            os.closerange(lo, 65536)
+            if c is not None:
+                c.prctl(PR_SET_NAME, ctypes.c_char_p(b"agentbox-launch"), 0, 0, 0)
+            os.setsid()
+            os.setgroups([MARK] if MARK is not None else [])
+            os.setresgid(ids[1], ids[1], ids[1])
+            os.setresuid(ids[0], ids[0], ids[0])
+            code = launch(go_r, fail_w)
+        except BaseException:
+            pass
+        finally:
+            os._exit(code)
+    for fd in (out_w, err_w, go_r, fail_w):
+        os.close(fd)
+    return Launcher(pid, go_w, fail_r, out_r, err_r, ids)
+
+
+def launch(go, fail):
+    """In the launcher: reads its command from go and execs it, as start's
+    subprocess would; a step that fails is written to fail as JSON. Its
+    exit code, when it did not exec."""
+    msg = b""
+    while len(msg) <= MAX_SPEC:
+        b = os.read(go, 1 << 16)
+        if not b:
+            break
+        msg += b
+    if not msg:
+        return 0  # the spare was let go
+    spec = json.loads(msg)
+    try:
+        os.chdir(spec["cwd"])
+    except OSError as e:
+        os.write(fail, json.dumps(failed("chdir", spec["cwd"], e)).encode())
+        return 127
+    # What subprocess restores for its child (restore_signals).
+    for sig in (signal.SIGPIPE, signal.SIGXFSZ):
+        signal.signal(sig, signal.SIG_DFL)
+    try:
+        os.execve("/bin/bash", ["bash", "-c", spec["line"]], spec["env"])
+    except OSError as e:
+        os.write(fail, json.dumps(failed("start bash", "/bin/bash", e)).encode())
+    return 127
+
+
+def start_launched(la, spec):
+    """Starts the command on la, a launcher: its pid, the failure as start
+    gives it, or None when the launcher is gone (sandbox code of the same
+    uid may kill it): the command then starts the usual way."""
+    msg = json.dumps({"line": spec["line"], "cwd": spec["cwd"], "env": command_env(spec)}).encode()
+    try:
+        os.set_blocking(la.go_w, True)
+        while msg:
+            msg = msg[os.write(la.go_w, msg):]
+        os.close(la.go_w)
+        la.go_w = -1
+    except OSError:
+        la.discard()
+        return None
+    la.used = True
+    got = b""
+    while True:
+        try:
+            b = os.read(la.fail_r, 1 << 16)
+        except InterruptedError:
+            continue
+        if not b:
+            break
+        got += b
+    os.close(la.fail_r)
+    la.fail_r = -1
+    if got:
+        try:
+            os.waitpid(la.pid, 0)
+        except ChildProcessError:
+            pass
+        return json.loads(got)
+    return la.pid
+
+
+def main(ahead=False):
+    """ahead: this supervisor is a spare, started ahead of its command."""
     global MARK
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     c = libc()
@@ -251,6 +397,22 @@ def main():
     if env_ids is not None and os.getuid() == 0 and env_ids[0] != 0:
         drop_bounding_set(c)
         os.setgroups([])  # root's own: never what the chdir is checked with
+    la = None
+    if ahead and env_ids is not None and os.getuid() == 0 and env_ids[0] != 0:
+        # High, random, and never a gid of the image's files.
+        MARK = 0x7F000000 | int.from_bytes(os.urandom(3), "big")
+        la = prefork(env_ids, c)
+    try:
+        return serve(c, la)
+    finally:
+        if la is not None:
+            la.discard()  # when never given its command
+
+
+def serve(c, la):
+    """Reads the spec, runs the command (on la, the launcher a spare forked
+    ahead, when it has one) and reports it."""
+    global MARK
     try:
         (n,) = struct.unpack(">I", read_exact(4))
     except EOFError:
@@ -272,19 +434,28 @@ def main():
         # a spare is not one.
         c.prctl(PR_SET_NAME, ctypes.c_char_p(b"agentbox-cmd"), 0, 0, 0)
     ids = parse_user(spec.get("user") or os.environ.get("AGENTBOX_USER", ""))
-    if ids is not None and os.getuid() == 0 and ids[0] != 0:
+    if la is not None and la.ids != ids:
+        la.discard()  # forked for another user
+        la = None
+    if la is None and ids is not None and os.getuid() == 0 and ids[0] != 0:
         # High, random, and never a gid of the image's files.
         MARK = 0x7F000000 | int.from_bytes(os.urandom(3), "big")
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
     signal.signal(signal.SIGCHLD, lambda *a: None)
     signal.set_wakeup_fd(wake_w)
     started = time.monotonic()
-    pid = start(spec, ids, out_w, err_w)
-    for fd in (out_w, err_w):
-        os.close(fd)
+    pid = None
+    if la is not None:
+        pid = start_launched(la, spec)
+        if pid is not None:
+            out_r, err_r = la.out_r, la.err_r
+    if pid is None:
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        pid = start(spec, ids, out_w, err_w)
+        for fd in (out_w, err_w):
+            os.close(fd)
     if isinstance(pid, dict):
         send(b"x", json.dumps({"error": pid}).encode())
         return

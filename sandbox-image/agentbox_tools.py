@@ -12,7 +12,9 @@ Three tools exist, and the host can name no other program:
   (agentbox_supervisor.py), as root like the init: the supervisor drops to
   the sandbox user for the command itself;
 * "spare", the same, started ahead of its command, so that a command does
-  not wait for the fork.
+  not wait for the fork; it forks the command's process ahead too
+  (agentbox_supervisor.prefork), so that the command waits for no fork
+  at all, only its exec.
 
 Each is forked from the init and never exec'd. So the files helper, once
 it has taken the sandbox user's ids, stays undumpable (it inherits the
@@ -301,7 +303,7 @@ def run(init, tool):
         return 0
     import agentbox_supervisor
 
-    agentbox_supervisor.main()
+    agentbox_supervisor.main(ahead=tool == "spare")
     return 0
 
 

@@ -685,6 +685,114 @@ class SupervisorSpareTest(unittest.TestCase):
         self.assertFalse(os.path.exists(path))
 
 
+@unittest.skipUnless(os.getuid() == 0, "a launcher drops from root to the sandbox user")
+class SupervisorLauncherTest(unittest.TestCase):
+    """A spare supervisor forks its command's process ahead (prefork): the
+    command runs as it would through subprocess, and a launcher that is
+    gone or never used changes nothing."""
+
+    def start(self, line, cwd):
+        import struct
+        p = subprocess.Popen([sys.executable, "-I", "-S", "-B", "-c",
+                              "import sys; sys.path.insert(0, %r); import agentbox_supervisor as s; s.main(ahead=True)" % HERE],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             env={"PATH": "/usr/bin:/bin", "AGENTBOX_USER": "65534:65534", "AGENTBOX_ENV_GREETING": "hi"})
+        self.addCleanup(p.kill)
+        spec = json.dumps({"line": line, "cwd": cwd, "confirm": True, "env": {"MINE": "1"}}).encode()
+        p.stdin.write(struct.pack(">I", len(spec)) + spec)
+        p.stdin.flush()
+        self.assertEqual(p.stdout.read(5), b"r\0\0\0\0")
+        return p
+
+    def launchers(self, ppid):
+        """The live launchers, of the supervisor ppid (None: anyone's)."""
+        found = []
+        for name in os.listdir("/proc"):
+            try:
+                with open("/proc/%s/stat" % name, "rb") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            rest = stat[stat.rindex(b")") + 2:].split()  # state, ppid, ...
+            if b"(agentbox-launch)" in stat and rest[0] != b"Z" and (ppid is None or int(rest[1]) == ppid):
+                found.append(int(name))
+        return found
+
+    def launcher_of(self, p):
+        """The launcher of supervisor p, once it has named itself."""
+        import time
+        deadline = time.monotonic() + 10
+        while not self.launchers(p.pid):
+            self.assertLess(time.monotonic(), deadline, "no launcher forked ahead")
+            time.sleep(0.01)
+        return self.launchers(p.pid)
+
+    def finish(self, p):
+        p.stdin.write(b"g")
+        p.stdin.flush()
+        frames = {}
+        while True:
+            head = p.stdout.read(5)
+            self.assertEqual(len(head), 5)
+            body = p.stdout.read(int.from_bytes(head[1:], "big"))
+            frames[head[:1]] = frames.get(head[:1], b"") + body
+            if head[:1] == b"x":
+                return frames, json.loads(body)
+
+    def open_dir(self):
+        import tempfile
+        d = tempfile.mkdtemp()
+        self.addCleanup(os.rmdir, d)
+        os.chmod(d, 0o755)
+        return d
+
+    def test_runs_as_the_user_in_its_own_session(self):
+        d = self.open_dir()
+        line = 'echo $(id -u) $(id -G | wc -w) $(($$ == $(cut -d" " -f6 /proc/$$/stat))) "$(pwd)" $GREETING $MINE; echo err >&2'
+        p = self.start(line, d)
+        self.assertEqual(len(self.launcher_of(p)), 1)
+        frames, out = self.finish(p)
+        self.assertEqual(out["exit_code"], 0, frames)
+        self.assertEqual(frames[b"o"].decode().split(), ["65534", "2", "1", d, "hi", "1"])
+        self.assertEqual(frames[b"e"], b"err\n")
+
+    def test_signals_as_subprocess_leaves_them(self):
+        # The supervisor ignores SIGPIPE; the command must not.
+        frames, out = self.finish(self.start("yes | head -c1", self.open_dir()))
+        self.assertEqual((out["exit_code"], frames.get(b"o"), frames.get(b"e")), (0, b"y", None))
+
+    def test_folder_refused_to_the_user(self):
+        import tempfile
+        d = tempfile.mkdtemp()  # 0700, root's
+        self.addCleanup(os.rmdir, d)
+        p = self.start("true", d)
+        _, out = self.finish(p)
+        self.assertEqual(out["error"]["op"], "chdir")
+        self.assertEqual(out["error"]["errno"], "EACCES")
+
+    def test_launcher_killed_ahead(self):
+        # Sandbox code of the same uid may kill it: the command starts the
+        # usual way.
+        import signal as sig
+        p = self.start("echo ran", self.open_dir())
+        import time
+        for pid in self.launcher_of(p):
+            os.kill(pid, sig.SIGKILL)
+            deadline = time.monotonic() + 10
+            while pid in self.launchers(p.pid):  # a zombie once dead
+                self.assertLess(time.monotonic(), deadline, "the killed launcher lives on")
+                time.sleep(0.01)
+        frames, out = self.finish(p)
+        self.assertEqual((out["exit_code"], frames.get(b"o")), (0, b"ran\n"))
+
+    def test_spare_let_go(self):
+        p = self.start("true", self.open_dir())
+        la = self.launcher_of(p)
+        p.stdin.close()
+        p.wait(10)
+        self.assertEqual([pid for pid in la if pid in self.launchers(None)], [], "a launcher outlived its spare")
+
+
 class ProbesTest(unittest.TestCase):
     """agentbox_probes.py: the host's short questions."""
 

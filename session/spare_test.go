@@ -17,19 +17,22 @@ import (
 // command, and a command handed to the spare of a frozen container never
 // runs once it is thawed.
 
-// spares is Python that lists the container's spare supervisors (root
-// processes named agentbox-spare).
+// spares is Python that lists the container's spare supervisors
+// (processes named agentbox-spare, but for a spare's launcher in the
+// moment after its fork, before it names itself).
 const spares = `
 import os, time
 def spares():
-    found = []
+    named = {}
     for pid in os.listdir("/proc"):
         if not pid.isdigit(): continue
         try:
-            with open("/proc/%s/comm" % pid) as f:
-                if f.read().strip() == "agentbox-spare": found.append(int(pid))
+            with open("/proc/%s/stat" % pid, "rb") as f:
+                stat = f.read()
         except OSError: continue
-    return sorted(found)
+        if b"(agentbox-spare)" in stat:
+            named[int(pid)] = int(stat[stat.rindex(b")") + 2:].split()[1])
+    return sorted(pid for pid, ppid in named.items() if ppid not in named)
 def wait_spare():
     deadline = time.time() + 30
     while not spares() and time.time() < deadline: time.sleep(0.02)
