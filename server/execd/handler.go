@@ -70,6 +70,7 @@ type Handler struct {
 	fg       *foreground
 	contexts *contexts
 	newID    func() string
+	holdFor  time.Duration // see stream
 }
 
 // NewHandler returns the execd API over m.
@@ -100,7 +101,7 @@ func newHandler(m *session.Manager, opts Options) *Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Handler{m: m, opts: opts, log: log, fg: newForeground(), contexts: newContexts(), newID: randomID}
+	return &Handler{m: m, opts: opts, log: log, fg: newForeground(), contexts: newContexts(), newID: randomID, holdFor: defaultHoldFor}
 }
 
 // randomID is a fresh id for a command or a context.

@@ -58,6 +58,14 @@ const maxQueued = 16 << 20
 // at once and queued, and one goroutine writes and flushes the queue, so a
 // producer (the kernel connection's reader, a command's output) never
 // waits on the network.
+//
+// Output (stdout, stderr, results, pings) goes out at once. The events
+// that open and end a stream (init, the execution count, an error, the
+// completion) wait up to holdFor for the next one, and those that end it
+// go with the end of the response: a short execution or command is then
+// one write to the client, headers and end included, where one write per
+// event cost the server (and the client) a system call and a wakeup each:
+// most of what serving a `pass` costs over the library.
 type stream struct {
 	w   http.ResponseWriter
 	rc  *http.ResponseController
@@ -69,14 +77,20 @@ type stream struct {
 	queued  int
 	dropped int
 	closed  bool
+	held    bool          // a quiet event waits in queue; hold runs
+	holdFor time.Duration // how long a quiet event waits (Handler.holdFor)
+	hold    *time.Timer   // wakes the writer holdFor after a quiet event
 	wake    chan struct{}
 	done    chan struct{}
-	stop    context.CancelFunc
-	pingers sync.WaitGroup
 }
 
+// defaultHoldFor is how long a quiet event (see stream) waits for company: short
+// enough that a client never notices an init late, long enough to take
+// in a command's or a `pass`'s whole run.
+const defaultHoldFor = 20 * time.Millisecond
+
 // startStream answers 200 with an event stream and pings every interval
-// until close.
+// until close. The headers go with the first events.
 func (h *Handler) startStream(c *call) *stream {
 	hd := c.w.Header()
 	hd.Set("Content-Type", "text/event-stream")
@@ -85,26 +99,11 @@ func (h *Handler) startStream(c *call) *stream {
 	c.w.WriteHeader(http.StatusOK)
 	s := &stream{
 		w: c.w, rc: http.NewResponseController(c.w), now: h.opts.Now, log: h.log,
-		wake: make(chan struct{}, 1), done: make(chan struct{}),
+		wake: make(chan struct{}, 1), done: make(chan struct{}), holdFor: h.holdFor,
 	}
-	_ = s.rc.Flush()
-	go s.writer()
-	ctx, stop := context.WithCancel(c.r.Context())
-	s.stop = stop
-	s.pingers.Add(1)
-	go func() {
-		defer s.pingers.Done()
-		t := time.NewTicker(h.opts.PingInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				s.send(event{Type: evPing, Text: text("pong")})
-			}
-		}
-	}()
+	s.hold = time.AfterFunc(time.Hour, s.wakeUp)
+	s.hold.Stop()
+	go s.writer(c.r.Context(), h.opts.PingInterval)
 	return s
 }
 
@@ -132,30 +131,67 @@ func (s *stream) send(ev event) {
 		note := event{Type: evStderr, Timestamp: ev.Timestamp,
 			Text: text("[agentbox: " + itoa(s.dropped) + " bytes of output dropped: the client read too slowly]")}
 		nb, _ := json.Marshal(note)
-		s.push(append(nb, '\n', '\n'))
+		s.push(append(nb, '\n', '\n'), false)
 		s.dropped = 0
 	}
-	s.push(b.Bytes())
+	s.push(b.Bytes(), quiet(ev.Type))
 }
 
-func (s *stream) push(b []byte) {
+// quiet says whether an event of type t may wait for the next (see stream).
+func quiet(t string) bool {
+	switch t {
+	case evInit, evCount, evError, evComplete:
+		return true
+	}
+	return false
+}
+
+func (s *stream) push(b []byte, quiet bool) {
 	s.queue = append(s.queue, b)
 	s.queued += len(b)
+	switch {
+	case !quiet:
+		s.wakeUp()
+	case !s.held:
+		s.held = true
+		s.hold.Reset(s.holdFor)
+	}
+}
+
+func (s *stream) wakeUp() {
 	select {
 	case s.wake <- struct{}{}:
 	default:
 	}
 }
 
-// writer writes and flushes queued events until close drains it. After a
-// write error (the client left) it discards the rest.
-func (s *stream) writer() {
+// writer writes and flushes queued events until close drains it, and
+// pings every interval until the request ends. What close leaves is
+// written unflushed: the handler's return sends it with the response's
+// end. After a write error (the client left) it discards the rest.
+func (s *stream) writer(ctx context.Context, every time.Duration) {
 	defer close(s.done)
+	ping := time.NewTicker(every)
+	defer ping.Stop()
+	pings, ended := ping.C, ctx.Done()
 	broken := false
 	for {
+		select {
+		case <-s.wake:
+		case <-pings:
+			s.send(event{Type: evPing, Text: text("pong")})
+			continue // send woke the writer
+		case <-ended:
+			pings, ended = nil, nil
+			continue
+		}
 		s.mu.Lock()
 		batch, closed := s.queue, s.closed
 		s.queue, s.queued = nil, 0
+		if s.held {
+			s.held = false
+			s.hold.Stop()
+		}
 		s.mu.Unlock()
 		for _, b := range batch {
 			if broken {
@@ -165,30 +201,25 @@ func (s *stream) writer() {
 				broken = true
 			}
 		}
+		if closed {
+			return
+		}
 		if len(batch) > 0 && !broken {
 			if err := s.rc.Flush(); err != nil {
 				broken = true
 			}
 		}
-		if closed {
-			return
-		}
-		<-s.wake
 	}
 }
 
-// close stops the pings and waits until every queued event is written.
+// close waits until every queued event is written; it stops the pings.
 func (s *stream) close() {
-	s.stop()
-	s.pingers.Wait()
 	s.mu.Lock()
 	s.closed = true
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
+	s.wakeUp()
 	s.mu.Unlock()
 	<-s.done
+	s.hold.Stop()
 }
 
 func itoa(n int) string {
