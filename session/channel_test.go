@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentbox/agentbox/config"
+	"github.com/agentbox/agentbox/internal/docker"
 	"github.com/agentbox/agentbox/session"
 )
 
@@ -210,49 +211,101 @@ func (k *killAfter) Read(p []byte) (int, error) {
 }
 
 // TestChannelClosedMidCommand: the channel's stream to PID 1 ends while a
-// command runs (its bridge is killed): the command's call ends with an
-// error, the command is killed with it (its supervisor saw its input end),
-// and the next call opens a new channel.
+// command runs: the command's call ends with an error, the command is
+// killed with it (its supervisor saw its input end), and the next call
+// opens a new channel. The stream ends either way it can: its bridge is
+// killed in the container (an engine exec's stream), or the host closes
+// its end (the init's host socket, where there is no bridge).
 func TestChannelClosedMidCommand(t *testing.T) {
 	t.Parallel()
-	m := newManager(t, nil, session.WithChannel(true))
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	mustExec(t, m, "k", "x = 5")
-	id := containerOf(t, m, "k")
-	done := make(chan error, 1)
-	go func() {
-		_, err := m.Run(ctx, "k", session.Command{Line: "touch /session/began; exec sleep 600"})
-		done <- err
-	}()
-	waitFor(t, "the command to begin", func() bool {
-		_, err := m.StatFile(ctx, "k", "/session/began")
-		return err == nil
-	})
-	// Every bridge but the newest... all of them: the executions' stream
-	// reconnects by itself, and so must the channel.
-	if out, err := exec.Command("docker", "exec", "-u", "0", id, "pkill", "-KILL", "-f", "agentbox_bridge.py").CombinedOutput(); err != nil {
-		t.Fatalf("kill the bridges: %v: %s", err, out)
+	for _, c := range []struct {
+		name   string
+		bridge bool
+	}{{"bridge killed", true}, {"host socket closed", false}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			d, closer, err := docker.NewDriver()
+			if err != nil {
+				t.Skip(err)
+			}
+			t.Cleanup(func() { closer.Close() })
+			if c.bridge {
+				d = d.WithoutHostSockets()
+			}
+			cd := &closingDriver{Driver: d}
+			m := newManager(t, nil, session.WithChannel(true), session.WithDriver(cd))
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			mustExec(t, m, "k", "x = 5")
+			id := containerOf(t, m, "k")
+			done := make(chan error, 1)
+			go func() {
+				_, err := m.Run(ctx, "k", session.Command{Line: "touch /session/began; exec sleep 600"})
+				done <- err
+			}()
+			waitFor(t, "the command to begin", func() bool {
+				_, err := m.StatFile(ctx, "k", "/session/began")
+				return err == nil
+			})
+			// All of them: the executions' stream reconnects by itself,
+			// and so must the channel.
+			if c.bridge {
+				if out, err := exec.Command("docker", "exec", "-u", "0", id, "pkill", "-KILL", "-f", "agentbox_bridge.py").CombinedOutput(); err != nil {
+					t.Fatalf("kill the bridges: %v: %s", err, out)
+				}
+			} else if n := cd.closeAll(); n == 0 {
+				t.Fatal("no stream to close")
+			}
+			select {
+			case err := <-done:
+				if err == nil {
+					t.Fatal("a command whose channel closed under it reported success")
+				}
+			case <-time.After(time.Minute):
+				t.Fatal("the command's call hung after its channel closed")
+			}
+			waitFor(t, "the command to be killed with its channel", func() bool {
+				res, err := m.Run(ctx, "k", session.Command{Line: "pgrep -x sleep"})
+				return err == nil && res.ExitCode == 1
+			})
+			res, err := m.Run(ctx, "k", session.Command{Line: "echo again"})
+			if err != nil || res.Stdout != "again\n" {
+				t.Fatalf("a command after the channel closed: %+v, %v", res, err)
+			}
+			if out := plain(mustExec(t, m, "k", "x")); out != "5" {
+				t.Errorf("x = %s after the channel closed", out)
+			}
+		})
 	}
-	select {
-	case err := <-done:
-		if err == nil {
-			t.Fatal("a command whose channel closed under it reported success")
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("the command's call hung after its channel closed")
+}
+
+// closingDriver is the Docker driver, every capability of it, that can
+// close every stream to an init it opened, as a broken connection would.
+type closingDriver struct {
+	docker.Driver
+	mu      sync.Mutex
+	streams []io.Closer
+}
+
+func (d *closingDriver) Connect(ctx context.Context, id string) (io.ReadWriteCloser, error) {
+	rw, err := d.Driver.Connect(ctx, id)
+	if err == nil {
+		d.mu.Lock()
+		d.streams = append(d.streams, rw)
+		d.mu.Unlock()
 	}
-	waitFor(t, "the command to be killed with its channel", func() bool {
-		res, err := m.Run(ctx, "k", session.Command{Line: "pgrep -x sleep"})
-		return err == nil && res.ExitCode == 1
-	})
-	res, err := m.Run(ctx, "k", session.Command{Line: "echo again"})
-	if err != nil || res.Stdout != "again\n" {
-		t.Fatalf("a command after the channel closed: %+v, %v", res, err)
+	return rw, err
+}
+
+func (d *closingDriver) closeAll() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, s := range d.streams {
+		s.Close()
 	}
-	if out := plain(mustExec(t, m, "k", "x")); out != "5" {
-		t.Errorf("x = %s after the channel closed", out)
-	}
+	n := len(d.streams)
+	d.streams = nil
+	return n
 }
 
 // TestChannelToolsOutOfReach: sandbox code cannot reach the tools' pipes.

@@ -23,6 +23,11 @@ import (
 // The Docker SDK itself stays behind Client.
 type Driver struct {
 	cli *Client
+	// sockets is the folder of the containers' host socket folders (see
+	// hostsocket.go); "" when the engine is not on this host, and every
+	// stream goes through an exec.
+	sockets string
+	pruned  *pruner
 }
 
 // Interface checks: the Docker driver has the whole contract.
@@ -47,7 +52,18 @@ func NewDriver() (Driver, io.Closer, error) {
 	if err != nil {
 		return Driver{}, nil, driverError(err)
 	}
-	return Driver{cli: cli}, cli, nil
+	d := Driver{cli: cli}
+	if strings.HasPrefix(cli.Host(), "unix://") {
+		d.sockets, d.pruned = defaultSocketRoot(), &pruner{}
+	}
+	return d, cli, nil
+}
+
+// WithoutHostSockets is d with every stream through the engine's exec, as
+// for an engine on another host: what tests of the bridge's faults use.
+func (d Driver) WithoutHostSockets() Driver {
+	d.sockets = ""
+	return d
 }
 
 // driverError maps engine errors onto session/driver's sentinels, keeping
@@ -115,7 +131,22 @@ func (d Driver) Create(ctx context.Context, s driver.Spec) (string, error) {
 	for _, m := range s.Mounts {
 		spec.Mounts = append(spec.Mounts, Mount{Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly})
 	}
+	var sockDir string
+	if d.sockets != "" {
+		if dir, err := d.newSocketDir(); err == nil {
+			sockDir = dir
+			spec.Mounts = append(spec.Mounts, Mount{Source: dir, Target: ContainerSocketDir})
+			spec.Env = append(slices.Clip(spec.Env), hostSocketEnv+"="+ContainerSocketDir+"/"+socketName)
+		}
+	}
 	id, err := d.cli.CreateContainer(ctx, spec)
+	if sockDir != "" {
+		if err != nil {
+			_ = os.RemoveAll(sockDir)
+		} else {
+			d.claimSocketDir(sockDir, id)
+		}
+	}
 	if errors.Is(err, ErrNotFound) {
 		return "", fmt.Errorf("%w: %s: build it with sandbox-setup: %w", driver.ErrImageMissing, s.Image, err)
 	}
@@ -123,6 +154,9 @@ func (d Driver) Create(ctx context.Context, s driver.Spec) (string, error) {
 }
 
 func (d Driver) Connect(ctx context.Context, id string) (io.ReadWriteCloser, error) {
+	if c := d.dialHost(ctx, id); c != nil {
+		return c, nil
+	}
 	// As root: the init hands the kernel only to a peer of its own uid,
 	// which the sandbox user's code can never be.
 	s, err := d.cli.Exec(ctx, id, sandboximage.BridgeUser, sandboximage.BridgeCommand())
@@ -165,7 +199,11 @@ func (d Driver) Rename(ctx context.Context, id, name string) error {
 }
 
 func (d Driver) Remove(ctx context.Context, id string) error {
-	return driverError(d.cli.RemoveContainer(ctx, id))
+	err := d.cli.RemoveContainer(ctx, id)
+	if err == nil || errors.Is(err, ErrNotFound) {
+		d.removeSocketDir(id)
+	}
+	return driverError(err)
 }
 
 // ReadFiles streams the regular files names (relative to dir) out of a
