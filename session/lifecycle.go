@@ -91,7 +91,7 @@ func (m *Manager) Pause(ctx context.Context, key string) (err error) {
 			return fail(fmt.Errorf("wait for the calls on it to end: %w", ctx.Err()))
 		}
 	}
-	if m.runningElsewhere(ctx, id) {
+	if m.busyElsewhere(ctx, id) {
 		return fail(ErrBusy)
 	}
 	// Recorded first: from here on, a call in any process is refused

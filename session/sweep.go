@@ -284,6 +284,31 @@ func (m *Manager) runningElsewhere(ctx context.Context, id string) bool {
 	return false
 }
 
+// busyElsewhere is runningElsewhere once the executions of other processes
+// that have answered their callers have had the time to record it: a call
+// answers before its history row is written (Manager.Exec), so for a
+// moment after it returned its intent is still open, and a Pause right
+// after another process's call must not hear ErrBusy for it.
+func (m *Manager) busyElsewhere(ctx context.Context, id string) bool {
+	deadline := time.Now().Add(recordGrace)
+	for m.runningElsewhere(ctx, id) {
+		if time.Now().After(deadline) {
+			return true
+		}
+		select {
+		case <-time.After(20 * time.Millisecond):
+		case <-ctx.Done():
+			return true
+		}
+	}
+	return false
+}
+
+// recordGrace bounds how long busyElsewhere waits for another process's
+// answered execution to be recorded: a write to the database, far less on
+// any machine that serves at all.
+const recordGrace = 2 * time.Second
+
 // listedCreatedSlack is how much later than the engine's list says a
 // container may have been created: the list gives whole seconds.
 const listedCreatedSlack = time.Second

@@ -154,7 +154,7 @@ func (d Driver) Create(ctx context.Context, s driver.Spec) (string, error) {
 }
 
 func (d Driver) Connect(ctx context.Context, id string) (io.ReadWriteCloser, error) {
-	if c := d.dialHost(ctx, id); c != nil {
+	if c := d.dialHost(ctx, id, d.running); c != nil {
 		return c, nil
 	}
 	// As root: the init hands the kernel only to a peer of its own uid,
@@ -168,6 +168,14 @@ func (d Driver) Connect(ctx context.Context, id string) (io.ReadWriteCloser, err
 		return nil, driverError(err)
 	}
 	return s, nil
+}
+
+// running reports whether container id runs and is not frozen: a frozen
+// init's socket takes a connection and never greets it, where the engine
+// refuses an exec into it at once (the errors Connect has always given).
+func (d Driver) running(ctx context.Context, id string) bool {
+	st, err := d.cli.InspectContainer(ctx, id)
+	return err == nil && st.Running && !st.Paused
 }
 
 func (d Driver) Inspect(ctx context.Context, idOrName string) (driver.Container, error) {

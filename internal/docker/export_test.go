@@ -14,7 +14,7 @@ func SocketDirFor(root, id string) string { return socketDirFor(root, id) }
 const SocketName = socketName
 
 func (d Driver) DialHost(ctx context.Context, id string) io.ReadWriteCloser {
-	return d.dialHost(ctx, id)
+	return d.dialHost(ctx, id, nil)
 }
 
 // WithSocketRoot is d with its containers' socket folders under root.

@@ -190,13 +190,17 @@ func (d Driver) removeSocketDir(id string) {
 }
 
 // dialHost connects to container id's init over its host socket; nil when
-// there is none to dial, or it is not the container's (see above).
-func (d Driver) dialHost(ctx context.Context, id string) io.ReadWriteCloser {
+// there is none to dial, it is not the container's (see above), or
+// running (nil: not asked) says the container is stopped or frozen.
+func (d Driver) dialHost(ctx context.Context, id string, running func(context.Context, string) bool) io.ReadWriteCloser {
 	if d.sockets == "" || len(id) < 16 {
 		return nil
 	}
 	path := filepath.Join(socketDirFor(d.sockets, id), socketName)
 	if fi, err := os.Lstat(path); err != nil || fi.Mode().Type() != os.ModeSocket {
+		return nil
+	}
+	if running != nil && !running(ctx, id) {
 		return nil
 	}
 	// A frozen init's full backlog would hold a connect: not long.
