@@ -306,8 +306,9 @@ func (m *Manager) busyElsewhere(ctx context.Context, id string) bool {
 
 // recordGrace bounds how long busyElsewhere waits for another process's
 // answered execution to be recorded: a write to the database, far less on
-// any machine that serves at all.
-const recordGrace = 2 * time.Second
+// any machine that serves at all; an execution still running is busy
+// after it (TestPauseBusyElsewhere).
+const recordGrace = 500 * time.Millisecond
 
 // listedCreatedSlack is how much later than the engine's list says a
 // container may have been created: the list gives whole seconds.
