@@ -60,8 +60,8 @@ HANDOFF = SOCKET + ".handoff"
 # A socket the host dials itself, without an engine exec: the Docker driver
 # mounts a folder of its host here (root's, mode 0700) and names the path.
 # A stream on it skips the engine and its shim, which relay every byte of
-# an exec's stream (a pass costs half as much, a large file goes five times
-# as fast). Unset, or where the host cannot see it (gVisor keeps sockets in
+# an exec's stream (a raw socket's round trip took a tenth of an exec
+# stream's, docs/drivers.md). Unset, or where the host cannot see it (gVisor keeps sockets in
 # its own kernel, a remote engine's folder is not the host's), the host
 # goes through the bridge.
 HOST_SOCKET = os.environ.get("AGENTBOX_HOST_SOCKET", "")
