@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/internal/dockertest"
 	"github.com/agentbox/agentbox/server"
 	"github.com/agentbox/agentbox/server/tenant"
@@ -29,7 +30,11 @@ type served struct {
 
 func serveForBench(b *testing.B) *served {
 	cfg := testConfig(b)
-	m := manager(b, cfg, namespace())
+	return serveOver(b, cfg, manager(b, cfg, namespace()))
+}
+
+// serveOver serves m on loopback with one tenant until b ends.
+func serveOver(b *testing.B, cfg config.Config, m *session.Manager) *served {
 	const key = "bench-key-0123456789abcdef"
 	keys := tenant.NewKeys([]string{key})
 	tn, _ := keys.Lookup(key)

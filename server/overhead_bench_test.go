@@ -3,16 +3,12 @@ package server_test
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 
 	"github.com/agentbox/agentbox/config"
-	"github.com/agentbox/agentbox/server"
-	"github.com/agentbox/agentbox/server/tenant"
 	"github.com/agentbox/agentbox/session"
 	"github.com/agentbox/agentbox/session/sessiontest"
 )
@@ -31,20 +27,9 @@ func BenchmarkServeOverhead(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	const key = "bench-key-0123456789abcdef"
-	keys := tenant.NewKeys([]string{key})
-	tn, _ := keys.Lookup(key)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- server.Run(ctx, cfg, m, server.APIs(m, cfg, keys, tenant.NewTokens([]byte(strings.Repeat("b", 32))), nil, nil), server.Options{Keys: keys, Listener: ln})
-	}()
-	b.Cleanup(func() { cancel(); <-done })
-	s := &served{m: m, base: "http://" + ln.Addr().String(), tenant: tn, key: key}
+	s := serveOver(b, cfg, m)
+	tn := s.tenant
+	ctx := context.Background()
 	type box struct {
 		key, execd string
 		hdr        map[string]string

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentbox/agentbox/config"
 	"github.com/agentbox/agentbox/internal/docker"
+	"github.com/agentbox/agentbox/internal/dockertest"
 	"github.com/agentbox/agentbox/session"
 )
 
@@ -224,9 +225,10 @@ func TestChannelClosedMidCommand(t *testing.T) {
 	}{{"bridge killed", true}, {"host socket closed", false}} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
+			dockertest.Engine(t)
 			d, closer, err := docker.NewDriver()
 			if err != nil {
-				t.Skip(err)
+				t.Fatal(err)
 			}
 			t.Cleanup(func() { closer.Close() })
 			if c.bridge {
